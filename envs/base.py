@@ -1,0 +1,188 @@
+"""The text-env contract: `TextEnv`, a `gymnasium.Env[str, str]` for LLM rollouts.
+
+A subclass supplies its tasks and tools and implements `respond(action) -> Outcome`; the base
+class does everything the contract requires of every env: task choice by seed or
+`options={"task_id": ...}`, tool-call parsing, tool dispatch, turn and length limits, clear
+error observations for malformed actions (never an exception), and the `info` keys
+(`task`, `messages`, `tools` on reset; `messages`, `signals` on step).
+
+Rewards: whatever `respond` returns; 0.0 for any action the env cannot use (wrong type, too long,
+malformed tool call, a step after the end) — such steps set `format_ok` to False.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import gymnasium as gym
+
+from gfcr.core import Action, Message, Task, ToolSpec, parse_action
+from gfcr.core.trajectory import Signals
+from gfcr.envs.spaces import UnicodeText
+from gfcr.envs.tasks import TaskSource
+from gfcr.errors import ConfigError, GfcrError, ToolError
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What an env makes of one action: the observation text and the verdict on it.
+
+    `messages` is the observation as chat messages; by default one user message. `truncated`
+    ends the episode without a verdict (a limit was hit); the turn limit is applied by the base.
+    """
+
+    observation: str
+    reward: float = 0.0
+    terminated: bool = False
+    truncated: bool = False
+    signals: Signals = field(default_factory=dict)
+    messages: tuple[Message, ...] | None = None
+
+
+class TextEnv(gym.Env[str, str]):
+    """Base of every gfcr env: text observations, text actions, tasks, tools and limits.
+
+    Subclasses set `signal_defaults` (every signal key with its value for an unusable action)
+    and implement `respond`; they may override `render_prompt` and `oracle`.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 1}
+    signal_defaults: ClassVar[Signals] = {"format_ok": False}
+
+    def __init__(
+        self,
+        tasks: TaskSource,
+        *,
+        tools: Sequence[ToolSpec] = (),
+        system_prompt: str | None = None,
+        max_turns: int = 1,
+        max_action_chars: int = 32_768,
+        max_observation_chars: int = 65_536,
+        render_mode: str | None = None,
+    ) -> None:
+        if len(tasks) == 0:
+            raise ConfigError(f"task source {tasks.name!r} is empty; pick a dataset or split that has tasks")
+        if max_turns < 1:
+            raise ConfigError(f"max_turns must be >= 1, got {max_turns}")
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.tasks = tasks
+        self.tools = {tool.name: tool for tool in tools}
+        self.system_prompt = system_prompt
+        self.max_turns = max_turns
+        self.max_action_chars = max_action_chars
+        self.max_observation_chars = max_observation_chars
+        self.render_mode = render_mode
+        self.observation_space = UnicodeText(max_observation_chars)
+        self.action_space = UnicodeText(max_action_chars)
+        self.task: Task | None = None
+        self.messages: list[Message] = []
+        self.turn = 0
+        self.done = False
+
+    # -- what subclasses implement -------------------------------------------------------------
+
+    @abstractmethod
+    def respond(self, action: Action) -> Outcome:
+        """React to a well-formed action of the current task (tool calls already parsed)."""
+
+    def render_prompt(self, task: Task) -> str:
+        """The prompt x the model sees for `task` (default: the task's own prompt)."""
+        return task.prompt
+
+    @classmethod
+    def oracle(cls, task: Task, messages: Sequence[Message]) -> str:
+        """The gold action for `task` after the conversation `messages` (built from gold data)."""
+        raise GfcrError(f"{cls.__name__} has no oracle; implement {cls.__name__}.oracle(task, messages)")
+
+    # -- the Gymnasium API -----------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+        super().reset(seed=seed)
+        options = options or {}
+        if unknown := set(options) - {"task_id"}:
+            raise ConfigError(f"unknown reset options {sorted(unknown)}; the only option is 'task_id'")
+        if "task_id" in options:
+            self.task = self.tasks.get(options["task_id"])
+        else:
+            self.task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
+        self.turn, self.done = 0, False
+        prompt = self._clip(self.render_prompt(self.task))
+        self.messages = [Message("system", self.system_prompt)] if self.system_prompt else []
+        self.messages.append(Message("user", prompt))
+        info = {
+            "task": self.task,
+            "messages": list(self.messages),
+            "tools": [tool.to_openai() for tool in self.tools.values()],
+        }
+        return prompt, info
+
+    def step(self, action: str | Action) -> tuple[str, float, bool, bool, dict]:
+        if self.task is None:
+            raise GfcrError("step() called before reset(); call env.reset() first")
+        if self.done:
+            outcome = Outcome("The episode is over; call reset() to start a new one.", terminated=True)
+        else:
+            self.turn += 1
+            parsed, problem = self._read(action)
+            if parsed is not None:
+                self.messages.append(Message("assistant", parsed.text, parsed.tool_calls))
+            outcome = problem or self.respond(parsed)
+        truncated = not outcome.terminated and (outcome.truncated or self.turn >= self.max_turns)
+        self.done = self.done or outcome.terminated or truncated
+        observation = self._clip(outcome.observation)
+        messages = list(outcome.messages or (Message("user", observation),))
+        self.messages.extend(messages)
+        info = {"messages": messages, "signals": {**self.signal_defaults, **outcome.signals}, "turn": self.turn}
+        return observation, float(outcome.reward), outcome.terminated, truncated, info
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        return "\n\n".join(f"[{m.role}] {m.content}" for m in self.messages)
+
+    # -- shared machinery ------------------------------------------------------------------------
+
+    def run_tools(self, action: Action) -> Outcome:
+        """Run every tool call of `action`; results (or errors) become tool messages."""
+        messages = []
+        for call in action.tool_calls:
+            try:
+                tool = self.tools.get(call.name)
+                if tool is None:
+                    raise ToolError(f"unknown tool {call.name!r}; available: {sorted(self.tools) or 'none'}")
+                result = str(tool(**call.arguments))
+            except ToolError as e:
+                result = f"Error: {e}"
+            except Exception as e:  # a tool's own bug must not end the run: report it to the model
+                result = f"Error: {call.name} failed: {type(e).__name__}: {e}"
+            messages.append(Message("tool", self._clip(result), tool_call_id=call.id, name=call.name))
+        observation = "\n".join(m.content for m in messages)
+        return Outcome(observation, signals={"format_ok": True}, messages=tuple(messages))
+
+    def _read(self, action: Any) -> tuple[Action | None, Outcome | None]:
+        """The parsed action, and an error outcome if the env cannot use it."""
+        if isinstance(action, Action):
+            text = action.text
+        elif isinstance(action, str):
+            text = action
+        else:
+            return None, Outcome(f"Invalid action: expected text (str), got {type(action).__name__}.")
+        if len(text) > self.max_action_chars:
+            message = f"Invalid action: {len(text)} characters is over the limit of {self.max_action_chars}."
+            return None, Outcome(message + " The episode is truncated.", truncated=True)
+        if isinstance(action, Action):
+            return action, None
+        parsed, errors = parse_action(text)
+        return parsed, Outcome("Invalid tool call: " + "; ".join(errors)) if errors else None
+
+    def _clip(self, text: str) -> str:
+        limit = self.max_observation_chars
+        if len(text) <= limit:
+            return text
+        marker = f"\n…[truncated {len(text) - limit} characters]"
+        return text[: limit - len(marker)] + marker
+

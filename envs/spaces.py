@@ -1,0 +1,72 @@
+"""`UnicodeText`: a Gymnasium `Text` space for any Unicode string up to a length.
+
+Gymnasium's `Text` only holds characters from a fixed charset (alphanumeric by default), but
+LLM text holds anything. `UnicodeText` accepts every `str` within its length bounds, samples
+from a varied charset (ASCII, markup, accents, CJK, maths, emoji, whitespace) so that random
+actions exercise parsers, and stores strings as code points in shared memory so that
+`gymnasium.make_vec(..., vectorization_mode="async")` carries them between processes intact.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import string
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+from gymnasium.spaces import Text
+from gymnasium.vector.utils import shared_memory
+
+_SAMPLE_CHARSET = string.printable + "éßøñ中文日本語한국어∑∫√π≤≥→αβγ😀🚀{}[]<>\\$"
+_PAD = -1  # code-point slot after the end of a string in shared memory
+
+
+class UnicodeText(Text):
+    """Any Unicode string with `min_length <= len(s) <= max_length`.
+
+    >>> space = UnicodeText(max_length=10)
+    >>> space.contains("héllo 世界"), space.contains("x" * 11), space.contains(b"bytes")
+    (True, False, False)
+    """
+
+    def __init__(self, max_length: int, *, min_length: int = 0, seed: int | None = None) -> None:
+        super().__init__(max_length, min_length=min_length, charset=_SAMPLE_CHARSET, seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
+
+    def __repr__(self) -> str:
+        return f"UnicodeText({self.min_length}, {self.max_length})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, UnicodeText)
+            and self.min_length == other.min_length
+            and self.max_length == other.max_length
+        )
+
+    __hash__ = Text.__hash__
+
+
+@shared_memory.create_shared_memory.register(UnicodeText)
+def _create(space: UnicodeText, n: int = 1, ctx: ModuleType = mp) -> Any:
+    return ctx.Array(np.dtype(np.int32).char, n * space.max_length)
+
+
+@shared_memory.read_from_shared_memory.register(UnicodeText)
+def _read(space: UnicodeText, memory: Any, n: int = 1) -> tuple[str, ...]:
+    rows = np.frombuffer(memory.get_obj(), dtype=np.int32).reshape((n, space.max_length))
+    return tuple("".join(map(chr, row[row != _PAD].tolist())) for row in rows)
+
+
+@shared_memory.write_to_shared_memory.register(UnicodeText)
+def _write(space: UnicodeText, index: int, value: str, memory: Any) -> None:
+    size = space.max_length
+    destination = np.frombuffer(memory.get_obj(), dtype=np.int32)[index * size : (index + 1) * size]
+    codes = np.frombuffer(value.encode("utf-32-le"), dtype=np.int32)
+    destination[: len(codes)] = codes
+    destination[len(codes) :] = _PAD
+
+
+__all__ = ["UnicodeText"]

@@ -1,0 +1,89 @@
+"""Task sources: an indexed, lazily built collection of tasks that an env draws from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import cached_property
+
+from gfcr.core import Task
+from gfcr.errors import UnknownNameError
+
+
+class TaskSource:
+    """Tasks addressed by index (for seeds) or by id (for `options={"task_id": ...}`).
+
+    Procedural sources pass a `build(index) -> Task` function and a size, so a million
+    generated tasks cost nothing until drawn; fixed datasets pass the tasks themselves.
+
+    >>> source = TaskSource.from_tasks("demo", [Task("demo/0", "1+1?", "2")])
+    >>> len(source), source.get("demo/0").gold, source.ids()
+    (1, '2', ['demo/0'])
+    """
+
+    def __init__(
+        self,
+        name: str,
+        size: int,
+        build: Callable[[int], Task],
+        index_of: Callable[[str], int | None] | None = None,
+    ) -> None:
+        self.name = name
+        self._size = size
+        self._build = build
+        self._index_of = index_of
+
+    @classmethod
+    def from_tasks(cls, name: str, tasks: Sequence[Task]) -> TaskSource:
+        """A source over a fixed list of tasks."""
+        positions = {task.id: i for i, task in enumerate(tasks)}
+        return cls(name, len(tasks), tasks.__getitem__, positions.get)
+
+    @classmethod
+    def concat(cls, name: str, sources: Sequence[TaskSource]) -> TaskSource:
+        """Several sources one after another (ids must not collide)."""
+        offsets = [0]
+        for source in sources:
+            offsets.append(offsets[-1] + len(source))
+
+        def build(index: int) -> Task:
+            for source, start, end in zip(sources, offsets, offsets[1:], strict=False):
+                if index < end:
+                    return source[index - start]
+            raise IndexError(index)
+
+        def index_of(task_id: str) -> int | None:
+            for source, start in zip(sources, offsets, strict=False):
+                if (found := source.index_of(task_id)) is not None:
+                    return start + found
+            return None
+
+        return cls(name, offsets[-1], build, index_of)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, index: int) -> Task:
+        if not 0 <= index < self._size:
+            raise IndexError(f"task index {index} out of range for {self.name!r} ({self._size} tasks)")
+        return self._build(index)
+
+    def index_of(self, task_id: str) -> int | None:
+        """Position of `task_id`, or None if this source does not hold it."""
+        if self._index_of is not None:
+            return self._index_of(task_id)
+        return self._id_positions.get(task_id)
+
+    def get(self, task_id: str) -> Task:
+        """The task with this id; `UnknownNameError` with the nearest ids if none."""
+        index = self.index_of(task_id)
+        if index is None:
+            raise UnknownNameError("task id", task_id, self.ids()[:10_000], hint=f"source: {self.name}")
+        return self[index]
+
+    def ids(self) -> list[str]:
+        """Every task id, in index order (builds every task of a procedural source)."""
+        return [self[i].id for i in range(self._size)]
+
+    @cached_property
+    def _id_positions(self) -> dict[str, int]:
+        return {task_id: i for i, task_id in enumerate(self.ids())}

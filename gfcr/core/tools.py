@@ -1,0 +1,134 @@
+"""Tool specs: OpenAI function schemas, built by hand or from a plain Python function."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from gfcr.errors import ConfigError, ToolError
+
+_JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+_ARG_LINE = re.compile(r"^\s*(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool the agent may call: name, description, JSON-schema parameters, and its function.
+
+    `function` is what the env runs; it is not part of the schema sent to the model.
+
+    >>> def add(a: int, b: int = 0) -> int:
+    ...     '''Add two integers.
+    ...
+    ...     Args:
+    ...         a: The first addend.
+    ...         b: The second addend.
+    ...     '''
+    ...     return a + b
+    >>> spec = ToolSpec.from_function(add)
+    >>> spec.parameters["required"], spec.parameters["properties"]["a"]
+    (['a'], {'type': 'integer', 'description': 'The first addend.'})
+    >>> spec(a=2, b=3)
+    5
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    function: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def from_function(cls, function: Callable[..., Any], name: str | None = None) -> ToolSpec:
+        """Build the schema from the signature (type hints) and the docstring (summary + `Args:`)."""
+        doc = inspect.getdoc(function) or ""
+        summary, arg_help = _parse_docstring(doc)
+        hints = typing.get_type_hints(function)
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        for param in inspect.signature(function).parameters.values():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            schema = _schema_for(hints.get(param.name, str))
+            if param.name in arg_help:
+                schema["description"] = arg_help[param.name]
+            properties[param.name] = schema
+            if param.default is inspect.Parameter.empty:
+                required.append(param.name)
+        parameters = {"type": "object", "properties": properties, "required": required}
+        return cls(name or function.__name__, summary, parameters, function)
+
+    def to_openai(self) -> dict[str, Any]:
+        """The spec as an OpenAI `tools` entry: `{"type": "function", "function": {...}}`."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+    def check_arguments(self, arguments: dict[str, Any]) -> None:
+        """Raise `ToolError` naming the problem if `arguments` do not fit the schema."""
+        properties = self.parameters.get("properties", {})
+        missing = [p for p in self.parameters.get("required", []) if p not in arguments]
+        unknown = [a for a in arguments if a not in properties]
+        if missing or unknown:
+            problems = [f"missing {missing}" if missing else "", f"unexpected {unknown}" if unknown else ""]
+            raise ToolError(
+                f"{self.name}() arguments: {', '.join(p for p in problems if p)}; "
+                f"expected {sorted(properties)} (required: {self.parameters.get('required', [])})"
+            )
+        for key, value in arguments.items():
+            expected = properties[key].get("type")
+            if expected and not _fits(value, expected):
+                raise ToolError(f"{self.name}() argument {key!r} must be {expected}, got {type(value).__name__}")
+
+    def __call__(self, **arguments: Any) -> Any:
+        if self.function is None:
+            raise ToolError(f"tool {self.name!r} has no function to run")
+        self.check_arguments(arguments)
+        return self.function(**arguments)
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its summary paragraph and `Args:` descriptions."""
+    summary = doc.split("\n\n", 1)[0].replace("\n", " ").strip()
+    arg_help: dict[str, str] = {}
+    in_args = False
+    for line in doc.splitlines():
+        if line.strip() in ("Args:", "Arguments:", "Parameters:"):
+            in_args = True
+        elif in_args and line.strip() and not line.startswith((" ", "\t")):
+            in_args = False
+        elif in_args and (match := _ARG_LINE.match(line)):
+            arg_help[match.group(1)] = match.group(2).strip()
+    return summary, arg_help
+
+
+def _schema_for(hint: Any) -> dict[str, Any]:
+    """JSON schema of one parameter from its type hint."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        non_null = [a for a in args if a is not type(None)]
+        return _schema_for(non_null[0]) if len(non_null) == 1 else {"anyOf": [_schema_for(a) for a in non_null]}
+    if origin is Literal:
+        return {"type": _JSON_TYPES.get(type(args[0]), "string"), "enum": list(args)}
+    if origin in (list, tuple, set, frozenset) or hint in (list, tuple):
+        return {"type": "array", "items": _schema_for(args[0])} if args else {"type": "array"}
+    if origin is dict or hint is dict:
+        return {"type": "object"}
+    if hint in _JSON_TYPES:
+        return {"type": _JSON_TYPES[hint]}
+    raise ConfigError(f"cannot express type {hint!r} as JSON schema; use str, int, float, bool, list, dict")
+
+
+def _fits(value: Any, json_type: str) -> bool:
+    if json_type == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if json_type == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    python_type = {"string": str, "boolean": bool, "array": list, "object": dict}.get(json_type)
+    return python_type is None or isinstance(value, python_type)

@@ -1,0 +1,182 @@
+"""The rollout τ = (x, u_1:T, o_1:T) as data: steps, token data, cost, provenance, JSONL I/O."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gfcr.core.messages import Message
+from gfcr.errors import DataError
+
+Signals = dict[str, float | bool]
+
+
+@dataclass
+class Step:
+    """One transition: the action u_t, the observation o_t and what the env said about it."""
+
+    action: str
+    observation: str
+    reward: float
+    terminated: bool
+    truncated: bool
+    signals: Signals = field(default_factory=dict)
+
+
+@dataclass
+class TokenData:
+    """Token-in-token-out data, as the policy produced it (never re-tokenized).
+
+    `completion_ids` covers every token after the prompt: the policy's own tokens and the
+    observation tokens appended between turns; `loss_mask` is 1 on the former, 0 on the latter;
+    `logprobs` are the sampling log-probabilities (0.0 where the policy did not sample).
+    Shapes: len(completion_ids) == len(loss_mask) == len(logprobs).
+    """
+
+    prompt_ids: list[int] = field(default_factory=list)
+    completion_ids: list[int] = field(default_factory=list)
+    loss_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        lengths = {len(self.completion_ids), len(self.loss_mask), len(self.logprobs)}
+        if len(lengths) != 1:
+            raise DataError(
+                f"token data lengths differ: completion_ids {len(self.completion_ids)}, "
+                f"loss_mask {len(self.loss_mask)}, logprobs {len(self.logprobs)}; they must be equal"
+            )
+
+
+@dataclass
+class Cost:
+    """What an episode cost: tokens in and out, seconds in the policy and in the env."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    policy_s: float = 0.0
+    env_s: float = 0.0
+
+
+@dataclass
+class Provenance:
+    """Where a trajectory came from: which policy (and version), which seed, when, which gfcr."""
+
+    policy: str = ""
+    policy_version: str = ""
+    seed: int | None = None
+    time: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    gfcr_version: str = field(default_factory=lambda: _gfcr_version())
+
+
+@dataclass
+class Trajectory:
+    """One episode: ids, the prompt, the steps, token data, cost and provenance.
+
+    `status` is "ok" for an episode that ran to its end (whatever its reward) and "failed" when
+    infrastructure failed it (`failure` says why); failed episodes are not agent failures.
+
+    >>> t = Trajectory(env_id="gfcr/Math-v0", task_id="mmath/0", prompt="1+1?")
+    >>> t.steps.append(Step("\\\\boxed{2}", "correct", 1.0, True, False, {"correct": True}))
+    >>> Trajectory.from_json(t.to_json()) == t, t.total_reward
+    (True, 1.0)
+    """
+
+    env_id: str
+    task_id: str
+    prompt: str
+    steps: list[Step] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    tokens: TokenData | None = None
+    cost: Cost = field(default_factory=Cost)
+    provenance: Provenance = field(default_factory=Provenance)
+    status: str = "ok"
+    failure: str | None = None
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    @property
+    def total_reward(self) -> float:
+        """Sum of the step rewards."""
+        return float(sum(step.reward for step in self.steps))
+
+    @property
+    def signals(self) -> Signals:
+        """The last step's signals (the episode's verdict), or {} before any step."""
+        return self.steps[-1].signals if self.steps else {}
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; `total_reward` is included for readers, recomputed on load."""
+        data = asdict(self)
+        data["messages"] = [m.to_dict() for m in self.messages]
+        data["total_reward"] = self.total_reward
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trajectory:
+        """Rebuild a trajectory from `to_dict()` output (unknown keys are an error)."""
+        data = dict(data)
+        data.pop("total_reward", None)
+        try:
+            tokens = data.pop("tokens", None)
+            return cls(
+                steps=[Step(**s) for s in data.pop("steps", [])],
+                messages=[Message.from_dict(m) for m in data.pop("messages", [])],
+                tokens=TokenData(**tokens) if tokens else None,
+                cost=Cost(**data.pop("cost", {})),
+                provenance=Provenance(**data.pop("provenance", {})),
+                **data,
+            )
+        except TypeError as e:
+            raise DataError(f"not a gfcr trajectory: {e}") from e
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, line: str) -> Trajectory:
+        return cls.from_dict(json.loads(line))
+
+
+def write_jsonl(trajectories: Iterable[Trajectory], path: str | Path, *, append: bool = False) -> int:
+    """Write one trajectory per line, flushed and fsynced; returns how many were written.
+
+    Each line is written whole (one `write` call of the full line), so a killed process leaves at
+    most a truncated last line, which `read_jsonl` skips with a warning.
+    """
+    count = 0
+    with open(path, "a" if append else "w", encoding="utf-8") as f:
+        for trajectory in trajectories:
+            f.write(trajectory.to_json() + "\n")
+            count += 1
+        f.flush()
+        os.fsync(f.fileno())
+    return count
+
+
+def read_jsonl(path: str | Path) -> Iterator[Trajectory]:
+    """Read trajectories back; a torn final line (from a killed writer) is skipped with a warning."""
+    import logging
+
+    with open(path, encoding="utf-8") as f:
+        lines = f.readlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            yield Trajectory.from_json(line)
+        except json.JSONDecodeError as e:
+            if number == len(lines) and not line.endswith("\n"):
+                logging.getLogger(__name__).warning("%s: skipping torn last line %d", path, number)
+                return
+            raise DataError(f"{path}:{number}: not valid JSON ({e})") from e
+
+
+def _gfcr_version() -> str:
+    from gfcr import __version__
+
+    return __version__

@@ -1,0 +1,67 @@
+"""Env registration: gfcr's own envs, third-party plugins, and `list_envs()`.
+
+gfcr registers its envs with Gymnasium under the `gfcr/` namespace, by import path only, so
+`import gfcr` stays fast and loads no dataset. Third-party packages add envs through the
+entry-point group `gfcr.envs`: the entry point's name is the env id and its value the env class,
+
+    [project.entry-points."gfcr.envs"]
+    "acme/Sudoku-v0" = "acme_envs.sudoku:SudokuEnv"
+
+and Gymnasium's own `gymnasium.register` keeps working for ids in the `gfcr/` namespace.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib.metadata import entry_points
+from typing import Any
+
+import gymnasium as gym
+
+logger = logging.getLogger(__name__)
+
+BUILTIN_ENVS: dict[str, str] = {
+    "gfcr/Math-v0": "gfcr.envs.math.env:MathEnv",
+}
+_registered: set[str] = set()
+
+
+def register_env(env_id: str, entry_point: str | Any, **kwargs: Any) -> None:
+    """Register an env with Gymnasium and list it in `list_envs()` (re-registering is a no-op).
+
+    >>> register_env("gfcr/Doc-v0", "gfcr.envs.math.env:MathEnv", kwargs={"dataset": "champ"})
+    >>> "gfcr/Doc-v0" in list_envs()
+    True
+    """
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=entry_point, disable_env_checker=False, **kwargs)
+    _registered.add(env_id)
+
+
+def register_builtin_envs() -> None:
+    """Register gfcr's envs and every installed plugin's (a broken plugin is logged, not fatal)."""
+    for env_id, entry_point in BUILTIN_ENVS.items():
+        register_env(env_id, entry_point)
+    for plugin in entry_points(group="gfcr.envs"):
+        try:
+            register_env(plugin.name, plugin.value)
+        except Exception as e:  # one bad plugin must not break `import gfcr`
+            logger.warning("skipping env plugin %s = %s: %s", plugin.name, plugin.value, e)
+
+
+def list_envs() -> list[str]:
+    """Every env id gfcr knows: its own, plugins', and any Gymnasium id in the `gfcr/` namespace."""
+    in_namespace = {env_id for env_id, spec in gym.registry.items() if spec.namespace == "gfcr"}
+    return sorted(_registered | in_namespace)
+
+
+def env_class(env_id: str) -> type:
+    """The class behind a registered env id (for class-level hooks such as `oracle`)."""
+    from gymnasium.envs.registration import load_env_creator
+
+    from gfcr.errors import UnknownNameError
+
+    if env_id not in gym.registry:
+        raise UnknownNameError("env id", env_id, list_envs())
+    entry_point = gym.spec(env_id).entry_point
+    return load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point

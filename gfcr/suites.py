@@ -1,0 +1,115 @@
+"""Named suites: fixed, reproducible sets of (env, task) pairs to benchmark agents on.
+
+A suite is a list of entries; each entry names an env id, its `gymnasium.make` keyword
+arguments and which of its tasks to use (all, or `num_tasks` spread evenly over the source,
+so that every split and generator is represented). Families register their suites here as
+they land; `list_suites()` shows the ones whose envs are installed.
+
+>>> suite = make_suite("smoke")
+>>> suite.name, len(suite) > 0
+('smoke', True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from gfcr.errors import UnknownNameError
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    """One env of a suite: `gymnasium.make(env_id, **kwargs)`, and which tasks of it to run."""
+
+    env_id: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    num_tasks: int | None = None  # None: every task
+
+    def make_env(self) -> gym.Env:
+        return gym.make(self.env_id, **self.kwargs)
+
+    def count(self) -> int:
+        """How many tasks this entry runs (builds the env, not the tasks)."""
+        total = len(self.make_env().unwrapped.tasks)
+        return total if self.num_tasks is None else min(self.num_tasks, total)
+
+    def task_ids(self) -> list[str]:
+        """The chosen task ids: every task, or `num_tasks` evenly spaced over the source."""
+        tasks = self.make_env().unwrapped.tasks
+        if self.num_tasks is None or self.num_tasks >= len(tasks):
+            return tasks.ids()
+        step = len(tasks) / self.num_tasks
+        return [tasks[int(i * step)].id for i in range(self.num_tasks)]
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named, ordered collection of suite entries."""
+
+    name: str
+    description: str
+    entries: tuple[SuiteEntry, ...]
+
+    def tasks(self) -> Iterator[tuple[SuiteEntry, str]]:
+        """Every (entry, task id) pair of the suite, in a fixed order."""
+        for entry in self.entries:
+            for task_id in entry.task_ids():
+                yield entry, task_id
+
+    def __len__(self) -> int:
+        return sum(entry.count() for entry in self.entries)
+
+
+_SUITES: dict[str, Callable[[], Suite]] = {}
+
+
+def register_suite(name: str, factory: Callable[[], Suite]) -> None:
+    """Add a suite (built lazily by `factory`) under `name`."""
+    _SUITES[name] = factory
+
+
+def list_suites() -> list[str]:
+    """Names of the suites whose envs are all registered."""
+    return sorted(name for name, factory in _SUITES.items() if _available(factory()))
+
+
+def make_suite(name: str) -> Suite:
+    """The suite called `name` (see `list_suites()`)."""
+    if name not in _SUITES:
+        raise UnknownNameError("suite", name, list_suites())
+    return _SUITES[name]()
+
+
+def _available(suite: Suite) -> bool:
+    return all(entry.env_id in gym.registry for entry in suite.entries)
+
+
+def _math() -> Suite:
+    return Suite(
+        "math",
+        "Every MMATH (MATH-500 subset, AIME 2024/2025, CNMO) and CHAMP problem, and 5 samples "
+        "of each reasoning-gym generator.",
+        (
+            SuiteEntry("gfcr/Math-v0", {"dataset": "mmath"}),
+            SuiteEntry("gfcr/Math-v0", {"dataset": "champ"}),
+            SuiteEntry("gfcr/Math-v0", {"dataset": "reasoning_gym"}, num_tasks=500),
+        ),
+    )
+
+
+def _smoke() -> Suite:
+    families = [
+        SuiteEntry("gfcr/Math-v0", {"dataset": "mmath"}, num_tasks=4),
+        SuiteEntry("gfcr/Math-v0", {"dataset": "champ"}, num_tasks=2),
+        SuiteEntry("gfcr/Math-v0", {"dataset": "reasoning_gym", "size": 10}, num_tasks=4),
+        SuiteEntry("gfcr/Math-v0", {"dataset": "mmath", "tools": ["calculator"]}, num_tasks=2),
+    ]
+    return Suite("smoke", "A few tasks of each env family that exists, for a quick check.", tuple(families))
+
+
+register_suite("math", _math)
+register_suite("smoke", _smoke)

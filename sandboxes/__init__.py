@@ -1,0 +1,1 @@
+"""Code-execution backends (local isolated, Docker); built in their own issue."""

@@ -1,0 +1,57 @@
+"""The `gfcr` command line, run as a user runs it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from gfcr.cli import app
+from gfcr.core import read_jsonl
+
+runner = CliRunner()
+
+
+def test_list_shows_envs_and_suites_with_task_counts():
+    result = runner.invoke(app, ["list"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "gfcr/Math-v0" in result.output and "374" in result.output
+    assert "smoke" in result.output and "math" in result.output
+
+
+def test_run_writes_one_trajectory_per_episode(tmp_path):
+    out = tmp_path / "t.jsonl"
+    result = runner.invoke(
+        app, ["run", "gfcr/Math-v0", "--agent", "scripted:oracle", "-n", "25", "--out", str(out)], terminal_width=200
+    )
+    assert result.exit_code == 0, result.output
+    trajectories = list(read_jsonl(out))
+    assert len(trajectories) == 25 and len({t.task_id for t in trajectories}) == 25
+    assert all(t.total_reward == 1.0 and t.provenance.policy == "scripted:oracle" for t in trajectories)
+    assert "1.000" in result.output
+
+
+def test_run_passes_env_arguments(tmp_path):
+    out = tmp_path / "t.jsonl"
+    args = ["run", "gfcr/Math-v0", "-a", "scripted:random", "-n", "5", "-o", str(out), "-e", "dataset=champ",
+            "-e", 'tools=["calculator"]', "-e", "max_turns=3"]  # fmt: skip
+    result = runner.invoke(app, args, terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert all(t.task_id.startswith("champ/") and len(t.steps) <= 3 for t in read_jsonl(out))
+
+
+def test_bad_input_gets_a_clear_error_and_exit_code_2():
+    result = runner.invoke(app, ["run", "gfcr/Math-v0", "--agent", "scripted:orcale", "-n", "1"], terminal_width=200)
+    assert result.exit_code == 2 and "did you mean 'oracle'" in result.output
+    result = runner.invoke(app, ["run", "gfcr/Math-v0", "-a", "scripted:oracle", "-e", "dataset"], terminal_width=200)
+    assert result.exit_code == 2 and "KEY=VALUE" in result.output
+    result = runner.invoke(app, ["run", "gfcr/Math-v0", "-a", "scripted:oracle", "-e", "dataset=mmaht"])
+    assert result.exit_code == 2 and "did you mean 'mmath'" in result.output
+
+
+def test_the_installed_console_script_works(tmp_path):
+    gfcr = Path(sys.executable).parent / "gfcr"
+    result = subprocess.run([str(gfcr), "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "run" in result.stdout and "list" in result.stdout

@@ -1,0 +1,1 @@
+"""The bundled RL trainer (GRPO family); built in its own issue."""
