@@ -19,13 +19,17 @@ Peers, as they run an episode in their own trainers (no dataset download: proble
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
+import logging
 import math
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+UNIQUE_PASSES = 100  # distinct response texts per problem in one timed run (more than any cache here holds)
 
 # (problem index, full model response) -> whether the system judged the answer correct.
 Episode = Callable[[int, str], bool]
@@ -56,13 +60,14 @@ def strip_dollars(gold: str) -> str:
 
 @dataclass
 class Throughput:
-    """Episodes per second over a fixed number of episodes, measured after warm-up and calibration."""
+    """Episodes per second over a fixed number of episodes: the median of `repeats` timed runs."""
 
     episodes_per_s: float
-    episodes: int
-    seconds: float
-    first_pass_episodes_per_s: float  # the calibration pass: each problem's first timed episode
-    judged_correct: int  # episodes of the timed run the system judged correct
+    episodes: int  # per timed run
+    seconds: float  # of the median run
+    runs_episodes_per_s: list[float]  # every timed run
+    first_pass_episodes_per_s: float  # each problem's first timed episode (gold-side caches cold)
+    judged_correct: int  # episodes of the median run the system judged correct
 
 
 @dataclass
@@ -79,42 +84,49 @@ class Agreement:
 
 
 def measure_throughput(
-    episode: Episode, answers: list[str], answer_format: str, min_seconds: float, warmup: int
+    episode: Episode,
+    answers: list[str],
+    answer_format: str,
+    min_seconds: float,
+    warmup: int,
+    repeats: int = 3,
 ) -> Throughput:
     """Time `episode` over every problem (answer `answers[i]` for problem i), repeated to fill `min_seconds`.
 
-    Warm-up: the first `warmup` problems, untimed. Calibration: one timed pass over all problems, which
-    fixes the number of passes of the measured run (at least one): a fixed episode count, single process.
+    Warm-up: the first `warmup` problems, untimed. Then one timed pass over all problems (reported as
+    the first pass), a second one that fixes the number of passes of each timed run (at least one),
+    and `repeats` timed runs of that fixed episode count; single process, median run reported.
     """
     n = len(answers)
+    attempts = itertools.count()
 
-    def responses(attempt: int) -> list[str]:
-        return [render(answer_format, answer, attempt) for answer in answers]
+    def run_passes(passes: int) -> tuple[float, int]:
+        # Responses are built before the clock starts; the fastest systems need millions of episodes,
+        # so at most UNIQUE_PASSES distinct passes (37,400 responses) are cycled through.
+        unique = min(passes, UNIQUE_PASSES)
+        batches = [[render(answer_format, a, next(attempts)) for a in answers] for _ in range(unique)]
+        judged_correct = 0
+        start = time.perf_counter()
+        for p in range(passes):
+            for i, response in enumerate(batches[p % unique]):
+                judged_correct += episode(i, response)
+        return time.perf_counter() - start, int(judged_correct)
 
-    warm = responses(0)
-    for i in range(min(warmup, n)):
-        episode(i, warm[i])
-
-    first = responses(1)
-    start = time.perf_counter()
-    for i, response in enumerate(first):
+    warm = [render(answer_format, a, next(attempts)) for a in answers[:warmup]]
+    for i, response in enumerate(warm):
         episode(i, response)
-    first_seconds = time.perf_counter() - start
-
-    passes = max(1, math.ceil(min_seconds / max(first_seconds, 1e-9)))
-    batches = [responses(2 + p) for p in range(passes)]  # built before the clock starts
-    judged_correct = 0
-    start = time.perf_counter()
-    for batch in batches:
-        for i, response in enumerate(batch):
-            judged_correct += episode(i, response)
-    seconds = time.perf_counter() - start
+    first_seconds, _ = run_passes(1)
+    calibration_seconds, _ = run_passes(1)
+    passes = max(1, math.ceil(min_seconds / max(calibration_seconds, 1e-9)))
+    runs = sorted(run_passes(passes) for _ in range(max(1, repeats)))
+    seconds, judged_correct = runs[len(runs) // 2]
     return Throughput(
         episodes_per_s=passes * n / seconds,
         episodes=passes * n,
         seconds=seconds,
+        runs_episodes_per_s=[passes * n / run_seconds for run_seconds, _ in runs],
         first_pass_episodes_per_s=n / first_seconds,
-        judged_correct=int(judged_correct),
+        judged_correct=judged_correct,
     )
 
 
@@ -150,6 +162,9 @@ def gem_math_env(problems: list[dict[str, str]], use_mp: bool) -> tuple[Episode,
     from datasets import Dataset
     from gem.envs.math_env import MathEnv
 
+    # `import gem` sets the root logger to INFO, and `reset(idx=i)` then writes a line per episode
+    # (a trainer's plain `reset()` does not): back to WARNING, so reset(idx) costs what reset() does.
+    logging.getLogger().setLevel(logging.WARNING)
     rows = [{"problem": p["question"], "answer": strip_dollars(p["gold"])} for p in problems]
     env = MathEnv(dataset=Dataset.from_list(rows), use_mp=use_mp, eval=True)
 
@@ -158,7 +173,8 @@ def gem_math_env(problems: list[dict[str, str]], use_mp: bool) -> tuple[Episode,
         _, reward, _, _, _ = env.step(response)
         return reward == 1
 
-    return episode, env.close
+    # MathEnv.close() only knows the use_mp=True case (it closes the pool).
+    return episode, env.close if use_mp else (lambda: None)
 
 
 def gem_check_correct(problems: list[dict[str, str]]) -> tuple[Episode, Callable[[], None]]:
@@ -228,37 +244,51 @@ class PeerSystem:
 
 PEERS: list[PeerSystem] = [
     PeerSystem(
-        "GEM MathEnv (use_mp=True, default)", "env", "boxed",
+        "GEM MathEnv (use_mp=True, default)",
+        "env",
+        "boxed",
         "gem.envs.math_env.MathEnv(dataset=Dataset.from_list(..), eval=True): reset(idx=i); step(text)",
         lambda problems: gem_math_env(problems, use_mp=True),
     ),
     PeerSystem(
-        "GEM MathEnv (use_mp=False)", "env", "boxed",
+        "GEM MathEnv (use_mp=False)",
+        "env",
+        "boxed",
         "same, MathEnv(..., use_mp=False): grading in-process under a SIGALRM timeout",
         lambda problems: gem_math_env(problems, use_mp=False),
     ),
     PeerSystem(
-        "GEM check_correct", "checker", "boxed",
+        "GEM check_correct",
+        "checker",
+        "boxed",
         "gem.envs.math_env.MathEnv.check_correct(text, gold)",
         gem_check_correct,
     ),
     PeerSystem(
-        "SkyRL-gym aime", "env", "minerva",
+        "SkyRL-gym aime",
+        "env",
+        "minerva",
         'skyrl_gym.make("aime", env_config, extras) -> AIMEEnv; init(prompt); step(text); close()',
         lambda problems: skyrl_env(problems, "aime"),
     ),
     PeerSystem(
-        "SkyRL-gym aime compute_score", "checker", "minerva",
+        "SkyRL-gym aime compute_score",
+        "checker",
+        "minerva",
         "skyrl_gym.envs.aime.utils.compute_score(text, gold)",
         lambda problems: skyrl_compute_score(problems, "aime"),
     ),
     PeerSystem(
-        "SkyRL-gym gsm8k", "env", "gsm8k",
+        "SkyRL-gym gsm8k",
+        "env",
+        "gsm8k",
         'skyrl_gym.make("gsm8k", env_config, extras) -> GSM8kEnv; init(prompt); step(text); close()',
         lambda problems: skyrl_env(problems, "gsm8k"),
     ),
     PeerSystem(
-        "SkyRL-gym gsm8k compute_score", "checker", "gsm8k",
+        "SkyRL-gym gsm8k compute_score",
+        "checker",
+        "gsm8k",
         "skyrl_gym.envs.gsm8k.utils.compute_score(text, gold)",
         lambda problems: skyrl_compute_score(problems, "gsm8k"),
     ),
@@ -289,18 +319,37 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         episode, close = peer.build(problems)
         try:
             speed = {
-                kind: asdict(measure_throughput(episode, answers, peer.answer_format,
-                                                job["min_seconds"], job["warmup"]))
+                kind: asdict(
+                    measure_throughput(
+                        episode,
+                        answers,
+                        peer.answer_format,
+                        job["min_seconds"],
+                        job["warmup"],
+                        job["repeats"],
+                    )
+                )
                 for kind, answers in job["timing"].items()
             }
             agreement = asdict(measure_agreement(episode, pairs, peer.answer_format))
         finally:
             close()
-        results.append({"name": peer.name, "kind": peer.kind, "peer": True, "answer_format": peer.answer_format,
-                        "what": peer.what, "throughput": speed, "agreement": agreement})
+        results.append(
+            {
+                "name": peer.name,
+                "kind": peer.kind,
+                "peer": True,
+                "answer_format": peer.answer_format,
+                "what": peer.what,
+                "throughput": speed,
+                "agreement": agreement,
+            }
+        )
     # Format check: SkyRL-gym's aime env given the `\boxed{}` responses every other system reads.
     episode, _ = skyrl_env(problems, "aime")
-    boxed_accepted = sum(episode(i, render("boxed", answer)) for i, answer in enumerate(job["timing"]["correct"]))
+    boxed_accepted = sum(
+        episode(i, render("boxed", answer)) for i, answer in enumerate(job["timing"]["correct"])
+    )
     notes = {"skyrl_aime_accepts_boxed_correct": [int(boxed_accepted), len(problems)]}
     return {"versions": _versions(), "python": sys.version.split()[0], "results": results, "notes": notes}
 

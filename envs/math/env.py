@@ -51,6 +51,9 @@ class MathEnv(TextEnv):
         tools: Sequence[str] = (),
         max_turns: int | None = None,
         system_prompt: str | None = None,
+        max_action_chars: int = 32_768,
+        max_observation_chars: int = 65_536,
+        render_mode: str | None = None,
         tasks: TaskSource | None = None,
         **options: Any,
     ) -> None:
@@ -66,6 +69,9 @@ class MathEnv(TextEnv):
             tools=[TOOLS[name] for name in tools],
             system_prompt=system_prompt,
             max_turns=max_turns or (8 if tools else 1),
+            max_action_chars=max_action_chars,
+            max_observation_chars=max_observation_chars,
+            render_mode=render_mode,
         )
 
     def render_prompt(self, task: Task) -> str:
