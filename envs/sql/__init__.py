@@ -1,0 +1,15 @@
+"""The SQL family: `gfcr/SQL-v0` on real databases (SQLite, DuckDB, PostgreSQL) through SQLAlchemy.
+
+- `results_match(pred_rows, gold_rows, *, order_matters=False, float_tol=1e-6)`: compare results
+  as multisets (or in order), columns matched by content, values normalised across drivers.
+- `execution_match(engine_or_url, pred_sql, gold_sql)`: run both and compare, order taken from
+  the gold query's outermost ORDER BY; agent SQL only ever reads (see `guard` and `drivers`).
+- `SQLEnv`: the env; `TemporaryPostgres`: a throwaway server for tests and demos.
+"""
+
+from gfcr.envs.sql.database import Database, execution_match
+from gfcr.envs.sql.env import SQLEnv, extract_sql
+from gfcr.envs.sql.matching import results_match
+from gfcr.envs.sql.pg_server import TemporaryPostgres
+
+__all__ = ["Database", "SQLEnv", "TemporaryPostgres", "execution_match", "extract_sql", "results_match"]

@@ -1,0 +1,262 @@
+"""`gfcr/SQL-v0`: answer a question about a real database with one SQL query, graded by execution.
+
+Multi-turn (default): the prompt holds the question and the schema (tables, columns, types, keys,
+sample rows); the agent may explore with `execute_sql(query)` — the result comes back as a text
+table — and answers with `submit_sql(query)`, which ends the episode. Single-turn
+(`mode="single_turn"`): the reply's last ```sql block is the answer.
+
+Reward 1.0 when the submitted query's result matches the gold query's (`results_match`: rows
+as a multiset, in order when the gold has an outermost ORDER BY, columns in any order, floats
+within `float_tol`), else 0.0 — a failing, refused or missing query, or the turn limit.
+Signals: `format_ok` (the action could be used: a tool call, or an SQL block in single-turn
+mode), `executed` (its query ran), `match`, `turns` (turns taken so far).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.sql.catalog import EngineSpec, open_database, questions_for, schema_prompt
+from gfcr.envs.sql.database import DEFAULT_TIMEOUT_S, Database
+from gfcr.envs.sql.prompt import ENGINE_NAMES, render_result
+from gfcr.envs.sql.questions import SQLQuestion
+from gfcr.envs.tasks import TaskSource
+
+from gfcr.core import Action, Message, Task, ToolSpec
+from gfcr.errors import ConfigError, QueryError
+
+Mode = Literal["multi_turn", "single_turn"]
+_SQL_BLOCK = re.compile(r"```(?:sql|SQL|postgresql|sqlite|duckdb)?[ \t]*\n?(.*?)```", re.DOTALL)
+_BARE_SQL = re.compile(r"^\s*(SELECT|WITH|VALUES)\b", re.IGNORECASE)
+MULTI_TURN_HINT = (
+    "Explore the database with execute_sql(query) if you need to, then answer with submit_sql(query): "
+    "one {engine} SELECT statement whose result answers the question. Return exactly the columns asked for; "
+    "only the submitted query is graded, and you can submit once."
+)
+SINGLE_TURN_HINT = "Answer with one {engine} SELECT statement in a ```sql code block; its result is graded."
+
+
+class SQLEnv(TextEnv):
+    """Text-to-SQL on Chinook and tau2 (or your Spider/BIRD files) on SQLite, DuckDB or PostgreSQL.
+
+    >>> env = SQLEnv(dataset="chinook")
+    >>> obs, info = env.reset(options={"task_id": "chinook/001"})
+    >>> call = '<tool_call>{{"name": "{}", "arguments": {{"query": "{}"}}}}</tool_call>'
+    >>> env.step(call.format("execute_sql", "SELECT COUNT(*) FROM Track"))[0]
+    '1 row\\nCOUNT(*)\\n3503'
+    >>> answer = call.format("submit_sql", "SELECT COUNT(TrackId) FROM Track")
+    >>> obs, reward, terminated, truncated, info = env.step(answer)
+    >>> reward, terminated, info["signals"]["match"]
+    (1.0, True, True)
+    """
+
+    signal_defaults: ClassVar[dict[str, float | bool]] = {
+        "format_ok": False,
+        "executed": False,
+        "match": False,
+        "turns": 0,
+    }
+
+    def __init__(
+        self,
+        dataset: str | Sequence[str] = "all",
+        *,
+        engine: str = "sqlite",
+        mode: Mode = "multi_turn",
+        max_turns: int | None = None,
+        max_rows: int = 20,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        float_tol: float = 1e-6,
+        sample_rows: int = 3,
+        cache_dir: str | Path | None = None,
+        db_dir: str | Path | None = None,
+        system_prompt: str | None = None,
+        max_action_chars: int = 32_768,
+        max_observation_chars: int = 65_536,
+        render_mode: str | None = None,
+    ) -> None:
+        if mode not in ("multi_turn", "single_turn"):
+            raise ConfigError(f"mode must be 'multi_turn' or 'single_turn', got {mode!r}")
+        if max_rows < 1 or timeout_s <= 0:
+            raise ConfigError(f"max_rows must be >= 1 and timeout_s > 0, got {max_rows} and {timeout_s}")
+        self.engine_spec = EngineSpec.parse(engine, cache_dir)
+        self.mode: Mode = mode
+        self.max_rows, self.timeout_s, self.float_tol, self.sample_rows = (
+            max_rows,
+            timeout_s,
+            float_tol,
+            sample_rows,
+        )
+        questions, self._byo_files = self._questions(dataset, db_dir)
+        tools = [ToolSpec.from_function(self.execute_sql), ToolSpec.from_function(self.submit_sql)]
+        super().__init__(
+            TaskSource.from_tasks(_source_name(dataset), [self._task(q) for q in questions]),
+            tools=tools if mode == "multi_turn" else (),
+            system_prompt=system_prompt,
+            max_turns=max_turns or (10 if mode == "multi_turn" else 1),
+            max_action_chars=max_action_chars,
+            max_observation_chars=max_observation_chars,
+            render_mode=render_mode,
+        )
+        self._verdict: Outcome | None = None  # set by submit_sql during a step
+        self._executed = False  # whether the step's last execute_sql ran
+
+    # -- tasks and prompts ---------------------------------------------------------------------
+
+    def _questions(
+        self, dataset: str | Sequence[str], db_dir: str | Path | None
+    ) -> tuple[list[SQLQuestion], dict[str, Path]]:
+        names = [dataset] if isinstance(dataset, str) else list(dataset)
+        questions, files = [], {}
+        for name in names:
+            found, byo = questions_for(name, db_dir)
+            questions += found
+            files.update(byo)
+        if files and self.engine_spec.dialect != "sqlite":
+            raise ConfigError(
+                "Spider/BIRD databases are SQLite files; "
+                f"use engine='sqlite', not {self.engine_spec.dialect!r}"
+            )
+        return questions, files
+
+    def _task(self, question: SQLQuestion) -> Task:
+        metadata = {
+            "database": question.database,
+            "difficulty": question.difficulty,
+            "features": question.features,
+            "dialect": self.engine_spec.dialect,
+            "mode": self.mode,
+            "evidence": question.evidence,
+        }
+        return Task(
+            question.id,
+            question.question,
+            question.gold_for(self.engine_spec.dialect),
+            f"sql/{question.database}",
+            metadata,
+        )
+
+    def database(self, task: Task | None = None) -> Database:
+        """The database of `task` (default: the current one), opened read-only."""
+        task = task or self.task
+        if task is None:
+            raise ConfigError("no task: call reset() first or pass a task")
+        name = task.metadata["database"]
+        return open_database(self.engine_spec, name, self._byo_files.get(name))
+
+    def render_prompt(self, task: Task) -> str:
+        database = self.database(task)
+        engine = ENGINE_NAMES[database.dialect]
+        hint = (MULTI_TURN_HINT if self.mode == "multi_turn" else SINGLE_TURN_HINT).format(engine=engine)
+        evidence = f"\nHint: {task.metadata['evidence']}" if task.metadata.get("evidence") else ""
+        schema = schema_prompt(database, task.metadata["database"], self.sample_rows)
+        return f"{schema}\n\nQuestion: {task.prompt}{evidence}\n\n{hint}"
+
+    # -- tools ---------------------------------------------------------------------------------
+
+    def execute_sql(self, query: str) -> str:
+        """Run a read-only SQL query on the database and see its result (the first rows and the row count).
+
+        Args:
+            query: One SELECT statement in the database's SQL dialect.
+        """
+        try:
+            result = self.database().execute(query, max_rows=10_000, timeout_s=self.timeout_s)
+        except QueryError as e:
+            self._executed = False
+            return f"Error: {e}"
+        self._executed = True
+        return render_result(result, self.max_rows)
+
+    def submit_sql(self, query: str) -> str:
+        """Submit your final answer: one SELECT statement whose result answers the question. Ends the episode.
+
+        Args:
+            query: One SELECT statement in the database's SQL dialect.
+        """
+        self._verdict = self._grade(query)
+        return self._verdict.observation
+
+    # -- the step --------------------------------------------------------------------------------
+
+    def respond(self, action: Action) -> Outcome:
+        if self.mode == "single_turn":
+            query = extract_sql(action.text)
+            if query is None:
+                message = "No SQL found: put one SELECT statement in a ```sql code block."
+                return Outcome(message, terminated=True, signals={"format_ok": False})
+            return self._grade(query)
+        if not action.tool_calls:
+            return Outcome(
+                "No tool call found: explore with execute_sql(query) or answer with submit_sql(query).",
+                signals={"format_ok": False},
+            )
+        calls = action.tool_calls
+        submit = next((i for i, call in enumerate(calls) if call.name == "submit_sql"), None)
+        if submit is not None:  # calls after the first submission are not run
+            calls = calls[: submit + 1]
+        self._verdict, self._executed = None, False
+        outcome = self.run_tools(Action(action.text, calls))
+        if self._verdict is not None:
+            return Outcome(
+                outcome.observation,
+                self._verdict.reward,
+                True,
+                signals=self._verdict.signals,
+                messages=outcome.messages,
+            )
+        return Outcome(
+            outcome.observation,
+            signals={"format_ok": True, "executed": self._executed},
+            messages=outcome.messages,
+        )
+
+    def step(self, action: str | Action) -> tuple[str, float, bool, bool, dict]:
+        observation, reward, terminated, truncated, info = super().step(action)
+        info["signals"]["turns"] = self.turn
+        return observation, reward, terminated, truncated, info
+
+    def _grade(self, query: str) -> Outcome:
+        assert self.task is not None  # step() checks reset() was called
+        report = self.database().check(
+            query, self.task.gold, float_tol=self.float_tol, timeout_s=self.timeout_s
+        )
+        if report.error is not None:
+            text = f"Your query failed: {report.error}"
+        elif report.match:
+            text = "Your query's result is correct."
+        else:
+            text = "Your query ran, but its result does not match the expected result."
+        signals = {"format_ok": True, "executed": report.executed, "match": report.match}
+        return Outcome(text, reward=1.0 if report.match else 0.0, terminated=True, signals=signals)
+
+    @classmethod
+    def oracle(cls, task: Task, messages: Sequence[Message]) -> str:
+        if task.metadata.get("mode") == "single_turn":
+            return f"```sql\n{task.gold}\n```"
+        call = {"name": "submit_sql", "arguments": {"query": task.gold}}
+        return f"<tool_call>{json.dumps(call)}</tool_call>"
+
+
+def extract_sql(text: str) -> str | None:
+    """The SQL of a reply: its last ```sql block, else the whole text if it starts with SELECT/WITH/VALUES.
+
+    >>> extract_sql("Here:\\n```sql\\nSELECT 1\\n```"), extract_sql("SELECT 2;"), extract_sql("no idea")
+    ('SELECT 1', 'SELECT 2;', None)
+    """
+    if not isinstance(text, str):
+        return None
+    blocks = [block.strip() for block in _SQL_BLOCK.findall(text) if block.strip()]
+    if blocks:
+        return blocks[-1]
+    return text.strip() if _BARE_SQL.match(text) else None
+
+
+def _source_name(dataset: str | Sequence[str]) -> str:
+    names = [dataset] if isinstance(dataset, str) else list(dataset)
+    return "sql/" + "+".join(Path(name).stem if name.endswith(".json") else name for name in names)
