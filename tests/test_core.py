@@ -85,7 +85,8 @@ def lookup(city: str, units: Literal["metric", "imperial"] = "metric", days: lis
     """Look up the weather.
 
     Args:
-        city: Name of the city.
+        city: Name of
+            the city.
         units: Unit system.
         days (list[int]): Days ahead.
     """

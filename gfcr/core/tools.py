@@ -96,14 +96,18 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     """Split a Google-style docstring into its summary paragraph and `Args:` descriptions."""
     summary = doc.split("\n\n", 1)[0].replace("\n", " ").strip()
     arg_help: dict[str, str] = {}
-    in_args = False
+    in_args, current, indent = False, "", 0
     for line in doc.splitlines():
+        depth = len(line) - len(line.lstrip())
         if line.strip() in ("Args:", "Arguments:", "Parameters:"):
-            in_args = True
-        elif in_args and line.strip() and not line.startswith((" ", "\t")):
+            in_args, current = True, ""
+        elif in_args and line.strip() and depth == 0:
             in_args = False
+        elif in_args and current and depth > indent and line.strip():  # a wrapped description line
+            arg_help[current] += " " + line.strip()
         elif in_args and (match := _ARG_LINE.match(line)):
-            arg_help[match.group(1)] = match.group(2).strip()
+            current, indent = match.group(1), depth
+            arg_help[current] = match.group(2).strip()
     return summary, arg_help
 
 
