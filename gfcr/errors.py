@@ -43,3 +43,11 @@ class DataError(GfcrError):
 
 class ToolError(GfcrError):
     """A tool call cannot be carried out; the env turns it into an error observation."""
+
+
+class QueryError(ToolError):
+    """A SQL query failed: a syntax error, an engine error, a timeout or a result over its cap."""
+
+
+class UnsafeQueryError(QueryError):
+    """A SQL query was refused because it could change a database or reach outside it."""

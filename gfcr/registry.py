@@ -22,6 +22,8 @@ logger = logging.getLogger(__name__)
 
 BUILTIN_ENVS: dict[str, str] = {
     "gfcr/Math-v0": "gfcr.envs.math.env:MathEnv",
+    "gfcr/SQL-v0": "gfcr.envs.sql.env:SQLEnv",
+    "gfcr/Dialogue-v0": "gfcr.envs.dialogue.env:DialogueEnv",
 }
 _registered: set[str] = set()
 

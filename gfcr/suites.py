@@ -107,9 +107,38 @@ def _smoke() -> Suite:
         SuiteEntry("gfcr/Math-v0", {"dataset": "champ"}, num_tasks=2),
         SuiteEntry("gfcr/Math-v0", {"dataset": "reasoning_gym", "size": 10}, num_tasks=4),
         SuiteEntry("gfcr/Math-v0", {"dataset": "mmath", "tools": ["calculator"]}, num_tasks=2),
+        SuiteEntry("gfcr/SQL-v0", {"dataset": "all"}, num_tasks=3),
+        SuiteEntry("gfcr/SQL-v0", {"dataset": "chinook", "mode": "single_turn"}, num_tasks=1),
+        SuiteEntry("gfcr/Dialogue-v0", {"domain": "airline"}, num_tasks=2),
+        SuiteEntry("gfcr/Dialogue-v0", {"domain": "retail"}, num_tasks=2),
     ]
     return Suite("smoke", "A few tasks of each env family that exists, for a quick check.", tuple(families))
 
 
+def _sql() -> Suite:
+    return Suite(
+        "sql",
+        "Every bundled SQL question (Chinook, tau2 retail and airline) on SQLite, multi-turn with tools, "
+        "and once more single-turn.",
+        (
+            SuiteEntry("gfcr/SQL-v0", {"dataset": "all"}),
+            SuiteEntry("gfcr/SQL-v0", {"dataset": "all", "mode": "single_turn"}),
+        ),
+    )
+
+
+def _dialogue() -> Suite:
+    return Suite(
+        "dialogue",
+        "Every tau2-bench airline (50) and retail (114) task, with the scripted user.",
+        (
+            SuiteEntry("gfcr/Dialogue-v0", {"domain": "airline"}),
+            SuiteEntry("gfcr/Dialogue-v0", {"domain": "retail"}),
+        ),
+    )
+
+
 register_suite("math", _math)
+register_suite("sql", _sql)
+register_suite("dialogue", _dialogue)
 register_suite("smoke", _smoke)
