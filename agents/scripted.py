@@ -11,6 +11,7 @@ import string
 from collections.abc import Sequence
 
 from gfcr.agents.base import Completion, Request
+
 from gfcr.errors import ConfigError
 from gfcr.registry import env_class
 
@@ -26,7 +27,7 @@ class OraclePolicy:
         for request in requests:
             if request.task is None or not request.env_id:
                 raise ConfigError("the oracle needs each request's env_id and task; the runner fills them in")
-            text = env_class(request.env_id).oracle(request.task, request.messages)
+            text = env_class(request.env_id).oracle(request.task, request.messages)  # type: ignore[attr-defined]
             completions.append(Completion(text))
         return completions
 
@@ -49,7 +50,7 @@ class RandomPolicy:
         tool = rng.choice(request.tools)["function"]["name"] if request.tools else "tool"
         choices = [
             words,
-            f"I think the answer is \\boxed{{{rng.randint(-10**6, 10**6)}}}",
+            f"I think the answer is \\boxed{{{rng.randint(-(10**6), 10**6)}}}",
             f"\\boxed{{{words}}}",
             f'<tool_call>{{"name": "{tool}", "arguments": {{"x": {rng.random()}}}}}</tool_call>',
             "<tool_call>{broken",

@@ -82,6 +82,9 @@ class TextEnv(gym.Env[str, str]):
         self.messages: list[Message] = []
         self.turn = 0
         self.done = False
+        # The last prompt's messages, reused while the system prompt and prompt stay the same
+        # (messages are immutable): resetting to one task again builds no new objects.
+        self._prompt_cache: tuple[str | None, str, tuple[Message, ...]] | None = None
 
     # -- what subclasses implement -------------------------------------------------------------
 
@@ -102,21 +105,20 @@ class TextEnv(gym.Env[str, str]):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
         super().reset(seed=seed)
-        options = options or {}
-        if unknown := set(options) - {"task_id"}:
-            raise ConfigError(f"unknown reset options {sorted(unknown)}; the only option is 'task_id'")
-        if "task_id" in options:
+        if options and (len(options) != 1 or "task_id" not in options):  # sets only when it may fail
+            if unknown := set(options) - {"task_id"}:
+                raise ConfigError(f"unknown reset options {sorted(unknown)}; the only option is 'task_id'")
+        if options and "task_id" in options:
             self.task = self.tasks.get(options["task_id"])
         else:
             self.task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
         self.turn, self.done = 0, False
         prompt = self._clip(self.render_prompt(self.task))
-        self.messages = [Message("system", self.system_prompt)] if self.system_prompt else []
-        self.messages.append(Message("user", prompt))
+        self.messages = self._prompt_messages(prompt)
         info = {
             "task": self.task,
             "messages": list(self.messages),
-            "tools": [tool.to_openai() for tool in self.tools.values()],
+            "tools": [tool.to_openai() for tool in self.tools.values()] if self.tools else [],
         }
         return prompt, info
 
@@ -134,7 +136,7 @@ class TextEnv(gym.Env[str, str]):
         truncated = not outcome.terminated and (outcome.truncated or self.turn >= self.max_turns)
         self.done = self.done or outcome.terminated or truncated
         observation = self._clip(outcome.observation)
-        messages = list(outcome.messages or (Message("user", observation),))
+        messages = list(outcome.messages) if outcome.messages else [Message("user", observation)]
         self.messages.extend(messages)
         info = {"messages": messages, "signals": {**self.signal_defaults, **outcome.signals}, "turn": self.turn}
         return observation, float(outcome.reward), outcome.terminated, truncated, info
@@ -162,6 +164,16 @@ class TextEnv(gym.Env[str, str]):
             messages.append(Message("tool", self._clip(result), tool_call_id=call.id, name=call.name))
         observation = "\n".join(m.content for m in messages)
         return Outcome(observation, signals={"format_ok": True}, messages=tuple(messages))
+
+    def _prompt_messages(self, prompt: str) -> list[Message]:
+        """The episode's first messages: the system prompt (if any), then the prompt as a user message."""
+        cached = self._prompt_cache
+        if cached is not None and cached[0] == self.system_prompt and cached[1] == prompt:
+            return list(cached[2])
+        messages = [Message("system", self.system_prompt)] if self.system_prompt else []
+        messages.append(Message("user", prompt))
+        self._prompt_cache = (self.system_prompt, prompt, tuple(messages))
+        return messages
 
     def _read(self, action: Any) -> tuple[Action | None, Outcome | None]:
         """The parsed action, and an error outcome if the env cannot use it."""

@@ -51,3 +51,58 @@ class QueryError(ToolError):
 
 class UnsafeQueryError(QueryError):
     """A SQL query was refused because it could change a database or reach outside it."""
+
+
+class BrowserError(GfcrError):
+    """The browser cannot be found, started or driven (no Chromium installed, a crash, a timeout)."""
+
+
+class PolicyError(GfcrError):
+    """A policy cannot be built or its call failed (model not found, server unreachable, bad output).
+
+    `retryable` marks failures a later call may not repeat (a server restarting, a dropped connection).
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+    def __reduce__(self) -> tuple:  # keep `retryable` across processes (Ray, multiprocessing)
+        return (_rebuild, (type(self), (self.args[0],), {"retryable": self.retryable}))
+
+
+class EpisodeError(GfcrError):
+    """One episode failed for a reason outside the agent's control; the run goes on without it.
+
+    `reason` is the short category that reports group failures by (e.g. "env timeout");
+    `retryable` marks failures a fresh attempt may not repeat (a lost worker, a dead server).
+
+    >>> str(EpisodeError("env timeout", "step took over 5.0 s"))
+    'env timeout: step took over 5.0 s'
+    """
+
+    def __init__(self, reason: str, detail: str, *, retryable: bool = False) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason, self.detail, self.retryable = reason, detail, retryable
+
+    def __reduce__(self) -> tuple:
+        return (_rebuild, (type(self), (self.reason, self.detail), {"retryable": self.retryable}))
+
+
+def _rebuild(cls: type, args: tuple, kwargs: dict) -> GfcrError:
+    return cls(*args, **kwargs)
+
+
+class SandboxError(GfcrError):
+    """A sandbox cannot run code: its worker died, it could not start, or a request was malformed.
+
+    What the code itself does (crash, loop, flood) is never an error: it is the run's `status`.
+    """
+
+
+class SandboxUnavailableError(SandboxError):
+    """No sandbox backend works on this machine, or the one asked for does not; says what to install."""
+
+
+class StorageError(GfcrError):
+    """A replay buffer or skill library cannot open, read or write its database."""

@@ -22,8 +22,11 @@ logger = logging.getLogger(__name__)
 
 BUILTIN_ENVS: dict[str, str] = {
     "gfcr/Math-v0": "gfcr.envs.math.env:MathEnv",
+    "gfcr/Code-v0": "gfcr.envs.code.env:CodeEnv",
+    "gfcr/CodeInteractive-v0": "gfcr.envs.code.interactive:CodeInteractiveEnv",
     "gfcr/SQL-v0": "gfcr.envs.sql.env:SQLEnv",
     "gfcr/Dialogue-v0": "gfcr.envs.dialogue.env:DialogueEnv",
+    "gfcr/Browser-v0": "gfcr.envs.browser.env:BrowserEnv",
 }
 _registered: set[str] = set()
 

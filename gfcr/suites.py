@@ -107,10 +107,14 @@ def _smoke() -> Suite:
         SuiteEntry("gfcr/Math-v0", {"dataset": "champ"}, num_tasks=2),
         SuiteEntry("gfcr/Math-v0", {"dataset": "reasoning_gym", "size": 10}, num_tasks=4),
         SuiteEntry("gfcr/Math-v0", {"dataset": "mmath", "tools": ["calculator"]}, num_tasks=2),
+        SuiteEntry("gfcr/Code-v0", {"dataset": "humaneval"}, num_tasks=3),
+        SuiteEntry("gfcr/CodeInteractive-v0", {"dataset": "humaneval"}, num_tasks=2),
         SuiteEntry("gfcr/SQL-v0", {"dataset": "all"}, num_tasks=3),
         SuiteEntry("gfcr/SQL-v0", {"dataset": "chinook", "mode": "single_turn"}, num_tasks=1),
         SuiteEntry("gfcr/Dialogue-v0", {"domain": "airline"}, num_tasks=2),
         SuiteEntry("gfcr/Dialogue-v0", {"domain": "retail"}, num_tasks=2),
+        SuiteEntry("gfcr/Browser-v0", {"dataset": ["click-test", "enter-text", "login-user"], "num_seeds": 1}),
+        SuiteEntry("gfcr/Browser-v0", {"dataset": "apps"}, num_tasks=3),
     ]
     return Suite("smoke", "A few tasks of each env family that exists, for a quick check.", tuple(families))
 
@@ -138,7 +142,33 @@ def _dialogue() -> Suite:
     )
 
 
+def _code() -> Suite:
+    return Suite(
+        "code",
+        "Every HumanEval problem, single-turn (Code-v0) and with a Python session and visible tests "
+        "(CodeInteractive-v0).",
+        (
+            SuiteEntry("gfcr/Code-v0", {"dataset": "humaneval"}),
+            SuiteEntry("gfcr/CodeInteractive-v0", {"dataset": "humaneval"}),
+        ),
+    )
+
+
+def _browser() -> Suite:
+    return Suite(
+        "browser",
+        "Every task of gfcr's web apps (shop, booking, mail) and 5 seeds of each of MiniWoB's 130 pages, "
+        "in headless Chromium.",
+        (
+            SuiteEntry("gfcr/Browser-v0", {"dataset": "apps"}),
+            SuiteEntry("gfcr/Browser-v0", {"dataset": "miniwob", "num_seeds": 5}),
+        ),
+    )
+
+
 register_suite("math", _math)
-register_suite("sql", _sql)
+register_suite("browser", _browser)
+register_suite("code", _code)
 register_suite("dialogue", _dialogue)
+register_suite("sql", _sql)
 register_suite("smoke", _smoke)

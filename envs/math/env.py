@@ -18,13 +18,17 @@ from gfcr.core import Action, Message, Task, ToolSpec
 from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.math.calculator import calculator
 from gfcr.envs.math.data import load_source
-from gfcr.envs.math.equivalence import is_equivalent
 from gfcr.envs.math.extract import extract_boxed
+from gfcr.envs.math.verifier import MathVerifier, answer_signals, check_answer
 from gfcr.envs.tasks import TaskSource
+from gfcr.sandboxes.tools import python_tool
 from gfcr.errors import UnknownNameError
 
-TOOLS: dict[str, ToolSpec] = {"calculator": ToolSpec.from_function(calculator)}
+# `python` runs a program in the process's shared sandbox (made on its first call).
+TOOLS: dict[str, ToolSpec] = {"calculator": ToolSpec.from_function(calculator), "python": python_tool()}
+VERIFIER = MathVerifier()  # the Filter verifier; GFCR modules use the same one
 ANSWER_FORMAT = "Put your final answer within \\boxed{}."
+NO_ANSWER = f"No final answer found. {ANSWER_FORMAT}"
 TOOL_HINT = "You may call the tools {names} before answering; your reply without a tool call is your final answer."
 
 
@@ -82,36 +86,15 @@ class MathEnv(TextEnv):
         if action.tool_calls:
             return self.run_tools(action)
         assert self.task is not None  # step() checks reset() was called
+        # VERIFIER.check's verdict, with the answer extracted once for the verdict and the message.
         answer = extract_boxed(action.text)
         if answer is None:
-            return Outcome(
-                f"No final answer found. {ANSWER_FORMAT}",
-                terminated=True,
-                signals={"format_ok": False, "answer_extracted": False, "correct": False},
-            )
+            return Outcome(NO_ANSWER, terminated=True, signals=answer_signals(None, False))
         correct = check_answer(self.task, answer)
-        verdict = "correct" if correct else "incorrect"
-        return Outcome(
-            f"Your answer {answer} is {verdict}.",
-            reward=1.0 if correct else 0.0,
-            terminated=True,
-            signals={"format_ok": True, "answer_extracted": True, "correct": correct},
-        )
+        observation = f"Your answer {answer} is {'correct' if correct else 'incorrect'}."
+        reward = 1.0 if correct else 0.0
+        return Outcome(observation, reward=reward, terminated=True, signals=answer_signals(answer, correct))
 
     @classmethod
     def oracle(cls, task: Task, messages: Sequence[Message]) -> str:
         return f"The answer is \\boxed{{{task.gold}}}."
-
-
-def check_answer(task: Task, answer: str) -> bool:
-    """Whether `answer` solves `task`: reasoning-gym tasks use their generator's own scorer."""
-    entry = task.metadata.get("entry")
-    if entry is None:
-        return is_equivalent(answer, str(task.gold))
-    import reasoning_gym
-
-    try:
-        score = reasoning_gym.get_score_answer_fn(entry["metadata"]["source_dataset"])(answer, entry)
-    except Exception:  # a generator's scorer choking on junk is a wrong answer, not a crash
-        return False
-    return score >= 1.0

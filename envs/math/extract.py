@@ -52,7 +52,14 @@ def extract_boxed(text: str) -> str | None:
     """
     if not isinstance(text, str):
         return None
+    simple = _last_simple_box(text)
+    return simple if simple is not None else _scan_boxes(text)
+
+
+def _scan_boxes(text: str) -> str | None:
+    """The general case: every box, last first, with nesting and escapes."""
     starts = [match.end() for match in _BOX_RE.finditer(text)]
+
     # A box that fails to close (before the end or the length cap) stays open past anything a box
     # opened earlier could close, so an earlier box's scan may stop at its start: linear in total.
     limit = len(text)
@@ -63,6 +70,20 @@ def extract_boxed(text: str) -> str | None:
         if failed:
             limit = start
     return None
+
+
+def _last_simple_box(text: str) -> str | None:
+    """The common case, found with C-level string searches: the last box is ``\\boxed{...}`` with
+    no brace or backslash inside. None when the general scan is needed (same result either way)."""
+    start = text.rfind("\\boxed{")
+    if start < 0 or text.find("\\boxed", start + 1) >= 0 or text.find("\\fbox", start) >= 0:
+        return None  # no such box, or a later box of another form
+    open_index = start + len("\\boxed")
+    close = text.find("}", open_index, open_index + MAX_BOX_CHARS)
+    if close < 0:
+        return None
+    content = text[open_index + 1 : close]
+    return None if "{" in content or "\\" in content else content.strip()
 
 
 def _box_content(text: str, start: int, limit: int) -> tuple[str | None, bool]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 import threading
 import time
@@ -11,6 +12,7 @@ from importlib.resources import files
 
 import pytest
 
+from gfcr.envs.math.constants import evaluate, numeric_verdict
 from gfcr.envs.math.equivalence import is_equivalent
 from gfcr.envs.math.extract import MAX_BOX_CHARS, extract_boxed
 
@@ -238,6 +240,158 @@ def test_table_is_large_and_balanced():
     assert len(CASES) >= 120 and 0.4 <= falses / len(CASES) <= 0.6
 
 
+# ----------------------------------------------------------------------------- closed forms, unions, points
+
+LAMBDA_GOLD = "\\lambda=2\\sqrt{2}, A(\\pm 1, 0)"  # mmath/CNMO/17
+
+# (predicted, gold, expected), decided by the numeric, interval and point tiers (see DECIDED_CHEAPLY).
+CLOSED_FORMS = [
+    ("2\\sqrt{3}", "2\\sqrt{2}", False),
+    ("\\sqrt{8}", "2\\sqrt{2}", True),
+    ("2\\sqrt{2}", "\\sqrt{8}", True),
+    ("2\\cdot\\sqrt{2}", "2\\sqrt{2}", True),
+    ("\\sqrt{2}\\times 2", "2\\sqrt{2}", True),
+    ("2.8284", "2\\sqrt{2}", True),  # correctly rounds 2.828427..., as 0.333 rounds 1/3
+    ("2.83", "2\\sqrt{2}", True),
+    ("2.8285", "2\\sqrt{2}", False),
+    ("2.8", "2\\sqrt{2}", False),  # two significant digits are too few
+    ("2.82842712", "\\sqrt{8}", True),
+    ("\\frac{\\sqrt{7}}{5}", "\\frac{\\sqrt{7}}{4}", False),
+    ("\\frac{\\sqrt{28}}{8}", "\\frac{\\sqrt{7}}{4}", True),
+    ("\\dfrac{\\sqrt{6}}{4}", "\\frac{\\sqrt{6}}{4}", True),
+    ("\\frac{\\sqrt{6}}{5}", "\\frac{\\sqrt{6}}{4}", False),
+    ("\\sqrt{\\frac{3}{8}}", "\\frac{\\sqrt{6}}{4}", True),
+    ("-16+8\\sqrt{5}", "8\\sqrt{5} - 16", True),
+    ("8\\sqrt{5} - 17", "8\\sqrt{5} - 16", False),
+    ("8(\\sqrt{5}-2)", "8\\sqrt{5} - 16", True),
+    ("2\\sqrt{2}-3", "2\\sqrt{2}-2", False),
+    ("\\frac{1}{\\sqrt{2}+1}", "\\sqrt{2}-1", True),
+    ("3+2\\sqrt{2}", "(1+\\sqrt{2})^2", True),
+    ("\\sqrt[3]{8}", "2", True),
+    ("\\sqrt[3]{2}", "2^{1/3}", True),
+    ("8^{2/3}", "4", True),
+    ("2^{10}-1", "1023", True),
+    ("2^{100}", "2^{100}-1", False),  # exact while rational: no rounding to hide the 1
+    ("\\frac{\\pi}{2}", "\\pi/2", True),
+    ("\\frac{\\pi}{3}", "\\pi/2", False),
+    ("3.1416", "\\pi", True),
+    ("3.1", "\\pi", False),
+    ("10^{2^n-n-2}", "10^{2^n-n-1}", False),  # variables: they differ at a sample point
+    ("n^2+2n", "(n+1)^2", False),
+    ("5", "2^{n-1}", False),
+    # unions of intervals
+    ("(0, 2) \\cup [-\\frac14, 0)", "[-\\frac{1}{4}, 0) \\cup (0, 2)", True),
+    ("[-0.25, 0) \\cup (0, 2)", "[-\\frac{1}{4}, 0) \\cup (0, 2)", True),
+    ("[-\\frac{1}{4}, 0) \\cup (0, 3)", "[-\\frac{1}{4}, 0) \\cup (0, 2)", False),
+    ("[-\\frac{1}{4}, 2)", "[-\\frac{1}{4}, 0) \\cup (0, 2)", False),
+    ("\\frac{1}{2}", "[-\\frac{1}{4}, 0) \\cup (0, 2)", False),
+    ("(6,\\infty)\\cup(-\\infty,-1)", "(-\\infty,-1)\\cup(6,+\\infty)", True),
+    ("(-\\infty,-1)\\cup(7,+\\infty)", "(-\\infty,-1)\\cup(6,+\\infty)", False),
+    ("(-\\infty,-1]\\cup(6,+\\infty)", "(-\\infty,-1)\\cup(6,+\\infty)", False),
+    # labelled points and plus-minus
+    ("A(1, 0)", "A(2, 0)", False),
+    ("A(\\frac{1}{2}, 0)", "A(0.5, 0)", True),
+    ("\\pm 2", "\\pm 3", False),
+    ("\\pm\\sqrt{8}", "\\pm 2\\sqrt{2}", True),
+    # a false positive of an earlier version: every part of a two-part gold must match
+    ("\\lambda=3\\sqrt{2}, A(\\pm 1, 0)", LAMBDA_GOLD, False),
+    ("\\lambda=7, A(\\pm 1, 0)", LAMBDA_GOLD, False),
+    ("A(\\pm 1, 0)", LAMBDA_GOLD, False),
+    ("\\lambda=2\\sqrt{2}, A(\\pm 5, 0)", LAMBDA_GOLD, False),
+    ("\\lambda=2\\sqrt{2}, A(\\pm 1, 1)", LAMBDA_GOLD, False),
+    ("0", LAMBDA_GOLD, False),
+    ("\\lambda=2\\sqrt{2}, B(\\pm 1, 0)", LAMBDA_GOLD, False),  # another point
+    ("\\lambda = \\sqrt{8}, A(\\pm1,0)", LAMBDA_GOLD, True),
+    ("A(\\pm 1, 0), \\lambda=2\\sqrt{2}", LAMBDA_GOLD, True),
+]
+# Left to math-verify on purpose: equal only symbolically, or close floats that prove nothing.
+TO_MATH_VERIFY = [
+    ("\\frac{2^n}{2}", "2^{n-1}", True),
+    ("\\sqrt{10^{30}+1}", "10^{15}", False),
+    ("[0,1]\\cup[1,2]", "[0,2]", True),
+    ("(1, 0)", "A(1, 0)", False),
+]
+
+
+@pytest.mark.parametrize(("predicted", "gold", "expected"), CLOSED_FORMS + TO_MATH_VERIFY)
+def test_closed_forms(predicted, gold, expected):
+    assert is_equivalent(predicted, gold) is expected
+
+
+@pytest.fixture
+def math_verify_calls(monkeypatch):
+    """Every pair that reaches math-verify, recorded (it still answers)."""
+    from gfcr.envs.math import equivalence
+
+    calls = []
+    original = equivalence.verify_bounded
+
+    def recording(pred, gold, deadline):
+        calls.append((pred, gold))
+        return original(pred, gold, deadline)
+
+    monkeypatch.setattr(equivalence, "verify_bounded", recording)
+    return calls
+
+
+def test_closed_forms_are_decided_without_math_verify(math_verify_calls):
+    """The point of the numeric tier: these took 2-17 ms each in math-verify."""
+    for predicted, gold, expected in CLOSED_FORMS:
+        assert is_equivalent(predicted, gold) is expected, (predicted, gold)
+    assert math_verify_calls == []
+
+
+def test_the_cases_left_to_math_verify_reach_it(math_verify_calls):
+    for predicted, gold, _ in TO_MATH_VERIFY:
+        before = len(math_verify_calls)
+        is_equivalent(predicted, gold)
+        assert len(math_verify_calls) > before, (predicted, gold)
+
+
+@pytest.mark.parametrize(
+    ("predicted", "gold"),
+    [
+        ("(1+\\sqrt{2})^{40}+1", "(1+\\sqrt{2})^{40}"),  # equal to 15 digits
+        ("\\sqrt{10^{30}+1}", "10^{15}"),
+        ("2^{60}\\sqrt{2}", "(2^{60}+1)\\sqrt{2}"),
+        ("\\frac{\\sqrt{2}}{10^{12}}", "\\frac{\\sqrt{2}}{10^{12}+1}"),
+    ],
+)
+def test_floats_never_prove_close_values_equal(predicted, gold):
+    assert numeric_verdict(predicted, gold) is not True
+
+
+@pytest.mark.parametrize(
+    ("predicted", "gold"),
+    [
+        ("\\sqrt{10^{14}+1}-10^{7}", "\\frac{1}{\\sqrt{10^{14}+1}+10^{7}}"),  # cancellation eats 14 digits
+        ("(\\sqrt{2})^{2}", "2"),
+        ("\\sqrt{2}\\cdot\\sqrt{3}", "\\sqrt{6}"),
+        ("(1+\\sqrt{2})^{10}", "3363+2378\\sqrt{2}"),
+        ("\\pi^{2}", "\\pi\\cdot\\pi"),
+        ("e^{2}", "e\\cdot e"),
+    ],
+)
+def test_rounding_never_makes_equal_values_different(predicted, gold):
+    assert numeric_verdict(predicted, gold) is not False
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1/2n", "2^10", "2 3", "xy", "sqrt(3)", "\\sin x", "x_1", "2^{3}^{2}", "\\sqrt[3]{-8}", "(-8)^{1/3}",
+     "0^{0}", "\\frac{1}{0}", "2^{99999999}", "10^{10^{10}}", "A", "i", "5!", "1,000", "\\infty"],
+)  # fmt: skip
+def test_evaluate_leaves_ambiguous_or_unsafe_forms_alone(text):
+    assert evaluate(text) is None
+
+
+def test_evaluate_is_fast_on_deep_nesting():
+    start = time.process_time()
+    for text in ("(" * 150 + "1" + ")" * 150, "\\sqrt{" * 60 + "2" + "}" * 60, "{" * 99 + "1" + "}" * 99):
+        evaluate(text)
+    assert time.process_time() - start < 0.5
+
+
 # ----------------------------------------------------------------------------- every bundled gold answer
 
 
@@ -361,13 +515,13 @@ def test_threads_get_correct_symbolic_verdicts(warm_worker):
 def test_worker_recovers_after_a_timeout(warm_worker):
     """A job that outlives its budget (here a sleep no alarm stops) is abandoned and its worker
     replaced; checks from threads keep working."""
-    from gfcr.envs.math.equivalence import _WORKER
+    from gfcr.envs.math.bounded import WORKER
 
     results: dict[str, object] = {}
 
     def stuck_then_normal() -> None:
         start = time.perf_counter()
-        results["stuck"] = _WORKER.run(time.sleep, (30,), 0.2)
+        results["stuck"] = WORKER.run(time.sleep, (30,), 0.2)
         results["stuck_seconds"] = time.perf_counter() - start
         results["normal"] = is_equivalent("2\\sqrt{2}", "\\sqrt{8}")
 
@@ -415,6 +569,18 @@ def test_plain_integers_are_fast():
 )
 def test_extract_boxed(text, expected):
     assert extract_boxed(text) == expected
+
+
+def test_extract_boxed_fast_path_agrees_with_the_full_scan():
+    """The common case is found with string searches; random mixes of boxes, braces and escapes
+    must give what the full brace scan gives."""
+    from gfcr.envs.math.extract import _scan_boxes
+
+    pieces = ["\\boxed{", "\\boxed ", "\\fbox{", "\\boxedx{", "{", "}", "\\}", "\\{", "x", "12", " ", "$"]
+    rng = random.Random(0)
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        assert extract_boxed(text) == _scan_boxes(text), text
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 import time
 
@@ -13,6 +15,7 @@ import pytest
 import gfcr  # noqa: F401  (registers the envs)
 from gfcr.agents import OraclePolicy, RandomPolicy
 from gfcr.agents.rollout import rollout
+from gfcr.core import Message
 from gfcr.envs.math import MathEnv
 from gfcr.envs.math.calculator import calculator
 from gfcr.envs.math.data import RG_WITHOUT_GOLD, load_source
@@ -146,3 +149,63 @@ def test_calculator_refuses_code_and_huge_results_quickly(attack):
     with pytest.raises(ToolError, match="calculator"):
         calculator(attack)
     assert time.perf_counter() - started < 5.0  # refused up front, not after a long computation
+
+
+# ----------------------------------------------------------------------------- the episode's fast path
+
+
+def test_an_episode_reads_the_same_after_the_speed_ups():
+    """What an episode shows is unchanged: messages, signals, observations, info keys."""
+    env = gym.make("gfcr/Math-v0", split="AIME2024", system_prompt="Be brief.")
+    obs, info = env.reset(options={"task_id": "mmath/AIME2024/0"})
+    assert [m.role for m in info["messages"]] == ["system", "user"] and info["messages"][1].content == obs
+    assert info["tools"] == [] and info["task"].id == "mmath/AIME2024/0"
+    obs, reward, terminated, truncated, info = env.step("so \\boxed{204}.")
+    assert (obs, reward, terminated, truncated) == ("Your answer 204 is correct.", 1.0, True, False)
+    assert info == {
+        "messages": [Message("user", "Your answer 204 is correct.")],
+        "signals": {"format_ok": True, "answer_extracted": True, "correct": True},
+        "turn": 1,
+    }
+    assert [m.role for m in env.unwrapped.messages] == ["system", "user", "assistant", "user"]
+    env.reset(options={"task_id": "mmath/AIME2024/0"})
+    obs, reward, *_, info = env.step("no box")
+    assert obs == "No final answer found. Put your final answer within \\boxed{}." and reward == 0.0
+    assert info["signals"] == {"format_ok": False, "answer_extracted": False, "correct": False}
+
+
+def test_resets_share_no_mutable_state():
+    env = MathEnv(split="AIME2024")
+    _, first = env.reset(options={"task_id": "mmath/AIME2024/0"})
+    first["messages"].append("junk")
+    env.step("\\boxed{1}")
+    _, second = env.reset(options={"task_id": "mmath/AIME2024/0"})
+    assert len(second["messages"]) == 1 and second["messages"] is not env.messages
+    assert second["messages"][0] == Message("user", env.render_prompt(env.task))
+    env.system_prompt = "Think step by step."  # a changed system prompt shows at the next reset
+    _, third = env.reset(options={"task_id": "mmath/AIME2024/0"})
+    assert third["messages"][0] == Message("system", "Think step by step.")
+
+
+def test_reset_options_are_still_checked():
+    env = MathEnv(split="AIME2024")
+    with pytest.raises(ConfigError, match=r"unknown reset options \['seed'\]"):
+        env.reset(options={"task_id": "mmath/AIME2024/0", "seed": 1})
+    with pytest.raises(ConfigError, match=r"unknown reset options \['id'\]"):
+        env.reset(options={"id": "mmath/AIME2024/0"})
+    assert env.reset(options={})[1]["task"].id.startswith("mmath/AIME2024/")
+
+
+def test_message_keeps_its_dataclass_contract():
+    """`Message.__init__` is written by hand for speed: same fields, order, defaults and checks."""
+    fields = [(f.name, f.default) for f in dataclasses.fields(Message)]
+    parameters = list(inspect.signature(Message).parameters.values())
+    defaults = [dataclasses.MISSING if p.default is p.empty else p.default for p in parameters]
+    assert fields == list(zip([p.name for p in parameters], defaults, strict=True))
+    message = Message("tool", "4", tool_call_id="call_0", name="calculator")
+    assert dataclasses.replace(message, content="5").content == "5"
+    assert message == Message.from_dict(message.to_dict())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        message.content = "5"  # type: ignore[misc]
+    with pytest.raises(ConfigError, match="message role must be one of"):
+        Message("robot", "hi")  # type: ignore[arg-type]

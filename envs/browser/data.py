@@ -1,0 +1,57 @@
+"""Browser task sources by name: MiniWoB pages, gfcr's apps, or any mix of them.
+
+>>> len(browser_source("apps"))
+58
+>>> mixed = browser_source(["shop", "miniwob/click-test"], num_seeds=5)
+>>> len(mixed), mixed[4].id, mixed[5].id
+(25, 'miniwob/click-test/4', 'shop/0')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gfcr.envs.browser.apps import APPS
+from gfcr.envs.browser.miniwob import miniwob_pages, miniwob_source
+from gfcr.envs.tasks import TaskSource
+from gfcr.errors import UnknownNameError
+
+GROUPS = ("all", "miniwob", "apps")
+
+
+def browser_source(dataset: str | Sequence[str] = "all", num_seeds: int = 100) -> TaskSource:
+    """Tasks named by `dataset`: "all", "miniwob", "apps", an app ("shop", "booking", "mail"),
+    a MiniWoB page ("click-test" or "miniwob/click-test"), or a list of these.
+
+    MiniWoB pages give `num_seeds` tasks each (`miniwob/<page>/<seed>`); apps their own tasks.
+    """
+    names = [dataset] if isinstance(dataset, str) else list(dataset)
+    sources: list[TaskSource] = []
+    pages: list[str] = []
+    for name in names:
+        if name in ("all", "miniwob"):
+            pages.extend(miniwob_pages())
+        if name in ("all", "apps"):
+            sources.extend(app_source(app) for app in APPS)
+        if name in GROUPS:
+            continue
+        if name in APPS:
+            sources.append(app_source(name))
+        elif name.removeprefix("miniwob/") in miniwob_pages():
+            pages.append(name.removeprefix("miniwob/"))
+        else:
+            raise UnknownNameError("browser dataset", name, [*GROUPS, *APPS, *miniwob_pages()])
+    if pages:
+        sources.insert(0, miniwob_source(list(dict.fromkeys(pages)), num_seeds))
+    return sources[0] if len(sources) == 1 else TaskSource.concat("+".join(names), sources)
+
+
+def app_source(name: str) -> TaskSource:
+    """Every task of the app `name`: `<name>/0` … `<name>/<num_tasks - 1>`."""
+    app = APPS[name]
+
+    def index_of(task_id: str) -> int | None:
+        prefix, _, number = task_id.partition("/")
+        return int(number) if prefix == name and number.isdigit() and int(number) < app.num_tasks else None
+
+    return TaskSource(name, app.num_tasks, app.task, index_of)

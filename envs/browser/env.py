@@ -1,0 +1,423 @@
+"""`gfcr/Browser-v0`: web tasks in a real headless Chromium, driven by Playwright.
+
+Each episode opens a fresh browser context on the task's page — a MiniWoB page or one of gfcr's
+apps, all served on loopback and confined to that origin. The observation is the goal and the
+page as accessibility-tree text whose elements carry stable references (`[ref=e5]`); the agent
+acts with function calls in its text, one or more per message — `click("e5")`, `fill("e6", "Ada")`,
+`select(ref, option)`, `press(key)`, `scroll(dx, dy)`, `goto(url)`, `back()`, `answer(text)`,
+`noop(ms)` — or with the same actions as native tool calls.
+
+Reward: MiniWoB's raw reward (its `time_scaled` one with `time_scaled=True`) clipped to [0, 1],
+or the app's judgement of its server-side state (1.0 when the goal is met exactly). The episode
+ends when the site says it is over (MiniWoB's episode ended, an order was placed …) or after
+`answer(...)`; `max_turns` truncates it. A browser that crashes or hangs truncates the episode,
+and the next `reset()` starts a new one.
+
+Signals: `format_ok` (actions could be read), `actions_ok` (every action ran without error),
+`success` (reward 1.0), `raw_reward` (the site's own score, MiniWoB's in [-1, 1]),
+`time_scaled_reward`.
+
+The browser starts on the first `reset()`, once per process; see docs/browser.md for examples.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from gfcr.core import Action, Message, Task, ToolCall, ToolSpec
+from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.browser.actions import format_call, parse_calls
+from gfcr.envs.browser.base import Site, Verdict
+from gfcr.envs.browser.data import browser_source
+from gfcr.envs.browser.host import BrowserHost, browser_host
+from gfcr.envs.browser.marks import draw_marks
+from gfcr.envs.browser.server import loopback_server
+from gfcr.envs.browser.sites import make_sites
+from gfcr.envs.browser.snapshot import PageView, render_page
+from gfcr.envs.browser.tab import Tab, fresh_tab
+from gfcr.envs.tasks import TaskSource
+from gfcr.errors import BrowserError, ToolError
+
+logger = logging.getLogger(__name__)
+ACTIONS = ("click", "fill", "select", "press", "scroll", "goto", "back", "answer", "noop")
+INSTRUCTIONS = (
+    "You are using a web browser to reach the goal below. Act with function calls, one or more per message:\n"
+    "click(ref), fill(ref, text), select(ref, option), press(key), scroll(dx, dy), goto(url), back(), "
+    "answer(text), noop(ms).\n"
+    'A ref names an element of the page below, e.g. click("e5"). '
+    "answer(text) gives your answer and ends the task."
+)
+SOLVER_MISSES = (LookupError, AttributeError, ValueError, TypeError, StopIteration)
+HOW_TO_ACT = 'No action found; write a call such as click("e5") or fill("e6", "text").'
+
+
+class BrowserEnv(TextEnv):
+    """Web tasks in headless Chromium: MiniWoB pages and gfcr's shop, booking and mail apps.
+
+    Keywords: `dataset` ("all", "miniwob", "apps", "shop", "booking", "mail", a MiniWoB page such
+    as "click-test", or a list), `num_seeds` (episodes per MiniWoB page), `max_turns`,
+    `screenshot` (PNG bytes in `info["screenshot"]`), `set_of_marks` (the screenshot with each
+    element's ref drawn on it), `miniwob_time_limit_s`, `time_scaled`, `action_timeout_ms`,
+    `executable_path` and `headless` (the browser), `system_prompt`.
+    """
+
+    signal_defaults: ClassVar[dict[str, float | bool]] = {
+        "format_ok": False,
+        "actions_ok": False,
+        "success": False,
+        "raw_reward": 0.0,
+        "time_scaled_reward": 0.0,
+    }
+
+    def __init__(
+        self,
+        dataset: str | Sequence[str] = "all",
+        *,
+        num_seeds: int = 100,
+        max_turns: int = 30,
+        screenshot: bool = False,
+        set_of_marks: bool = False,
+        miniwob_time_limit_s: float | None = None,
+        time_scaled: bool = False,
+        action_timeout_ms: int = 5_000,
+        executable_path: str | None = None,
+        headless: bool = True,
+        system_prompt: str | None = None,
+        max_action_chars: int = 32_768,
+        max_observation_chars: int = 65_536,
+        render_mode: str | None = None,
+        tasks: TaskSource | None = None,
+    ) -> None:
+        super().__init__(
+            tasks if tasks is not None else browser_source(dataset, num_seeds),
+            tools=[ToolSpec.from_function(getattr(self, name)) for name in ACTIONS],
+            system_prompt=system_prompt,
+            max_turns=max_turns,
+            max_action_chars=max_action_chars,
+            max_observation_chars=max_observation_chars,
+            render_mode=render_mode,
+        )
+        self.sites: dict[str, Site] = make_sites(miniwob_time_limit_s)
+        self.screenshot = screenshot or set_of_marks
+        self.set_of_marks = set_of_marks
+        self.time_scaled = time_scaled
+        self.action_timeout_ms = action_timeout_ms
+        self._browser_settings = (executable_path, headless)
+        self._signatures = {name: list(self.tools[name].parameters["properties"]) for name in ACTIONS}
+        self._episode = _Episode()
+        weakref.finalize(self, self._episode.discard)  # an env dropped without close() frees its context
+
+    # -- the actions (also offered as tools) -------------------------------------------------------
+
+    def click(self, ref: str) -> str:
+        """Click an element of the page.
+
+        Args:
+            ref: The element's reference in the page text, e.g. "e5".
+        """
+        self._browse(self._tab.click(ref))
+        return f"Clicked {ref}."
+
+    def fill(self, ref: str, text: str) -> str:
+        """Replace the text of a text box (or other editable element) with `text`.
+
+        Args:
+            ref: The text box's reference in the page text, e.g. "e6".
+            text: The text to type into it.
+        """
+        self._browse(self._tab.fill(ref, text))
+        return f"Filled {ref}."
+
+    def select(self, ref: str, option: str) -> str:
+        """Choose an option of a drop-down list (a combobox).
+
+        Args:
+            ref: The list's reference in the page text.
+            option: The option's text (or its value).
+        """
+        self._browse(self._tab.select(ref, option))
+        return f"Selected {option!r} in {ref}."
+
+    def press(self, key: str) -> str:
+        """Press a key or key combination on the focused element, e.g. "Enter", "Tab", "Control+A".
+
+        Args:
+            key: The key, named as Playwright names keys ("Enter", "ArrowDown", "a", "Shift+Tab").
+        """
+        self._browse(self._tab.press(key))
+        return f"Pressed {key}."
+
+    def scroll(self, dx: int, dy: int) -> str:
+        """Scroll the page by (dx, dy) pixels; positive dy scrolls down.
+
+        Args:
+            dx: Pixels to scroll right (negative: left).
+            dy: Pixels to scroll down (negative: up).
+        """
+        self._browse(self._tab.scroll(dx, dy))
+        return f"Scrolled by ({dx}, {dy})."
+
+    def goto(self, url: str) -> str:
+        """Open a page of this task's site, by path ("/shop/cart") or full URL on the same site.
+
+        Args:
+            url: The path or URL to open.
+        """
+        self._browse(self._tab.goto(url))
+        return f"Opened {url}."
+
+    def back(self) -> str:
+        """Go back to the previous page."""
+        self._browse(self._tab.back())
+        return "Went back."
+
+    def answer(self, text: str) -> str:
+        """Give your answer (or say you are done); this ends the task.
+
+        Args:
+            text: The answer, e.g. a name, a price or a time.
+        """
+        self._episode.answer = text
+        return "Answer given."
+
+    def noop(self, ms: int = 0) -> str:
+        """Do nothing; optionally wait `ms` milliseconds (at most 10000) for the page to change.
+
+        Args:
+            ms: How long to wait, in milliseconds.
+        """
+        self._browse(self._tab.wait(ms))
+        return f"Waited {ms} ms." if ms else "Did nothing."
+
+    # -- the episode -------------------------------------------------------------------------------
+
+    def render_prompt(self, task: Task) -> str:
+        """Open `task`'s page in a fresh context; the prompt is the instructions, goal and page."""
+        try:
+            return self._start(task)
+        except Exception:  # a browser that died since the last episode: the second try relaunches it
+            logger.info("opening %s failed once; trying again", task.id, exc_info=True)
+        try:
+            return self._start(task)
+        except Exception as e:
+            raise BrowserError(f"cannot open task {task.id!r} in the browser: {e}") from e
+
+    def respond(self, action: Action) -> Outcome:
+        episode = self._episode
+        if episode.tab is None:
+            return Outcome("The browser failed; call reset() to start a new episode.", truncated=True)
+        if action.tool_calls:
+            calls, problems = list(action.tool_calls), []
+        else:
+            calls, problems = parse_calls(action.text, self._signatures)
+        try:
+            if problems or not calls:
+                reason = "Invalid action: " + "; ".join(problems) if problems else HOW_TO_ACT
+                _, page = self._look()
+                return Outcome(f"{reason}\n\n{page}", signals={"format_ok": False})
+            results = self._perform(calls)
+            if episode.error is not None:
+                return self._broken(episode.error)
+            verdict, page = self._look()
+        except Exception as e:  # a dead page or browser: end the episode, never the caller
+            return self._broken(e)
+        return self._outcome(calls, results, verdict, page, native=bool(action.tool_calls))
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+        observation, info = super().reset(seed=seed, options=options)
+        self._add_screenshot(info)
+        return observation, info
+
+    def step(self, action: str | Action) -> tuple[str, float, bool, bool, dict]:
+        result = super().step(action)
+        self._add_screenshot(result[4])
+        return result
+
+    def close(self) -> None:
+        self._episode.discard(wait=True)
+        super().close()
+
+    @classmethod
+    def oracle(cls, task: Task, messages: Sequence[Message]) -> str:
+        """The next actions of the task's scripted solver, read off the latest page in `messages`."""
+        latest = next((m.content for m in reversed(messages) if "\nPage:\n" in m.content), "")
+        site = make_sites()[task.metadata["site"]]
+        try:
+            actions = site.next_actions(task, PageView.parse(latest))
+        except SOLVER_MISSES as e:  # the page is not as the solver expects
+            return format_call("answer", f"the scripted solver is stuck: {type(e).__name__}: {e}")
+        return "\n".join(actions) or format_call("answer", "the scripted solver has no plan here")
+
+    # -- machinery -------------------------------------------------------------------------------
+
+    @property
+    def _tab(self) -> Tab:
+        if self._episode.tab is None:
+            raise ToolError("no page is open; call reset() first")
+        return self._episode.tab
+
+    def _site(self, task: Task) -> Site:
+        return self.sites[task.metadata["site"]]
+
+    def _timeout_s(self, actions: int = 1) -> float:
+        """A safety bound on one call to the browser: its actions' own timeouts, and a margin."""
+        return actions * 3 * self.action_timeout_ms / 1000 + 10
+
+    def _browse(self, work: Any) -> None:
+        """Run one tab coroutine; a browser failure is remembered so that the step truncates."""
+        try:
+            self._episode.started()[0].run(work, self._timeout_s())
+        except BrowserError as e:
+            self._episode.error = e
+            raise
+        if self._tab.crashed:
+            self._episode.error = BrowserError("the page crashed")
+
+    def _start(self, task: Task) -> str:
+        """Begin an episode of `task` in a fresh tab; the prompt."""
+        host = browser_host(*self._browser_settings)
+        self._episode.start(host, self._site(task))
+        self._episode.goal, page = host.run(self._open(task), self._timeout_s(4))
+        return f"{INSTRUCTIONS}\n\n{page}"
+
+    async def _open(self, task: Task) -> tuple[str, str]:
+        episode = self._episode
+        host, site = episode.started()
+        episode.tab = await fresh_tab(await host.browser(), loopback_server().origin, self.action_timeout_ms)
+        goal = await site.open(episode.tab, task)
+        return goal, render_page(goal, episode.tab.path, await episode.tab.snapshot())
+
+    def _perform(self, calls: list[ToolCall]) -> list[Message]:
+        """Run the calls in order; stop at the first error or when the episode is over."""
+        results: list[Message] = []
+        for number, call in enumerate(calls):
+            message = self.run_tools(Action("", (call,))).messages[0]  # type: ignore[index]
+            results.append(message)
+            failed = message.content.startswith("Error:") or self._episode.error is not None
+            if number + 1 < len(calls) and (failed or self._episode.answer is not None or self._judge().done):
+                why = "the error" if failed else "the end of the task"
+                results.extend(
+                    Message("tool", f"Skipped after {why}.", tool_call_id=c.id, name=c.name)
+                    for c in calls[number + 1 :]
+                )
+                break
+        return results
+
+    def _judge(self) -> Verdict:
+        host, site = self._episode.started()
+        return host.run(site.verdict(self._tab, self.task, self._episode.answer), self._timeout_s())
+
+    def _look(self) -> tuple[Verdict, str]:
+        """The verdict now and the observation text of the page (with any notes first)."""
+        episode = self._episode
+        host, site = episode.started()
+        tab = self._tab
+
+        async def look() -> tuple[Verdict, str]:
+            verdict, snapshot = await asyncio.gather(
+                site.verdict(tab, self.task, episode.answer), tab.snapshot()
+            )
+            notes, tab.notes = tab.notes, []
+            page = render_page(episode.goal, tab.path, snapshot)
+            return verdict, "\n".join([*notes, page])
+
+        return host.run(look(), self._timeout_s())
+
+    def _outcome(
+        self, calls: list[ToolCall], results: list[Message], verdict: Verdict, page: str, native: bool
+    ) -> Outcome:
+        done = verdict.done or self._episode.answer is not None
+        scaled = verdict.score if verdict.time_scaled is None else verdict.time_scaled
+        reward = min(max(scaled if self.time_scaled else verdict.score, 0.0), 1.0) if done else 0.0
+        ending = (
+            f"The task is over: reward {reward:g} ({verdict.reason or 'no reason given'}).\n" if done else ""
+        )
+        signals = {
+            "format_ok": True,
+            "actions_ok": not any(
+                m.content.startswith(("Error:", "Skipped after the error")) for m in results
+            ),
+            "success": reward >= 1.0,
+            "raw_reward": float(verdict.score),
+            "time_scaled_reward": float(scaled),
+        }
+        tail = f"{ending}\n{page}" if ending else f"\n{page}"
+        if native:
+            messages = [
+                *results[:-1],
+                Message(
+                    "tool",
+                    f"{results[-1].content}\n{tail}",
+                    tool_call_id=results[-1].tool_call_id,
+                    name=results[-1].name,
+                ),
+            ]
+            observation = "\n".join(m.content for m in messages)
+            return Outcome(observation, reward, done, signals=signals, messages=tuple(messages))
+        lines = [
+            f"{format_call(c.name, *c.arguments.values())}: {m.content}"
+            for c, m in zip(calls, results, strict=True)
+        ]
+        return Outcome("\n".join(lines) + "\n" + tail, reward, done, signals=signals)
+
+    def _broken(self, error: Exception) -> Outcome:
+        self._episode.discard()
+        message = f"The browser failed ({error}); the episode is truncated. Call reset() to start a new one."
+        return Outcome(message, truncated=True, signals={"format_ok": True})
+
+    def _add_screenshot(self, info: dict) -> None:
+        episode = self._episode
+        if not self.screenshot or episode.tab is None:
+            return
+        tab = episode.tab
+
+        async def capture() -> bytes:
+            png = await tab.screenshot()
+            return draw_marks(png, await tab.boxes()) if self.set_of_marks else png
+
+        try:
+            info["screenshot"] = episode.started()[0].run(capture(), self._timeout_s())
+        except Exception as e:  # a screenshot is extra: its failure must not fail the step
+            info["screenshot_error"] = str(e)
+
+
+class _Episode:
+    """What one episode holds: the browser host, the site, the open tab, the goal, the answer."""
+
+    def __init__(self) -> None:
+        self.host: BrowserHost | None = None
+        self.site: Site | None = None
+        self.tab: Tab | None = None
+        self.goal = ""
+        self.answer: str | None = None
+        self.error: BrowserError | None = None
+
+    def start(self, host: BrowserHost, site: Site) -> None:
+        """Forget the previous episode (closing its tab) and begin one on `site`."""
+        self.discard()
+        self.host, self.site, self.goal, self.answer, self.error = host, site, "", None, None
+
+    def started(self) -> tuple[BrowserHost, Site]:
+        """The browser host and the site of the running episode; `ToolError` before any reset."""
+        if self.host is None or self.site is None:
+            raise ToolError("no page is open; call reset() first")
+        return self.host, self.site
+
+    def discard(self, wait: bool = False) -> None:
+        """Close the tab (and the site's session); without `wait`, in the background."""
+        tab, self.tab = self.tab, None
+        if tab is None or self.host is None:
+            return
+        if self.site is not None:
+            self.site.close(tab)
+        if wait:
+            try:
+                self.host.run(tab.close(), 10)
+            except BrowserError:
+                pass
+        else:
+            self.host.spawn(tab.close())

@@ -1,0 +1,107 @@
+"""MiniWoB++ tasks: the 130 pages of the `miniwob` package (1.1.0, MIT), served on loopback.
+
+Task `miniwob/<page>/<seed>` is the page's episode generated after `Math.seedrandom(seed)`; the
+reward comes from the page's own `core.js` globals (`WOB_RAW_REWARD_GLOBAL`, and
+`WOB_REWARD_GLOBAL`, which MiniWoB discounts by the time taken). MiniWoB's own 10-20 s episode
+timer is off unless `time_limit_s` is given: LLM agents think slowly, and the turn limit bounds
+an episode anyway. The reward display, click canvas and start cover are hidden, so the page holds
+only the task (and its text does not change with the clock).
+
+>>> source = miniwob_source(["click-test", "enter-text"], num_seeds=3)
+>>> len(source), source[4].id, source.get("miniwob/enter-text/2").metadata["seed"]
+(6, 'miniwob/enter-text/1', 2)
+>>> len(miniwob_pages())
+130
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+from gfcr.core import Task
+from gfcr.envs.browser.base import Verdict
+from gfcr.envs.browser.miniwob_oracle import next_actions as miniwob_next_actions
+from gfcr.envs.browser.server import miniwob_html
+from gfcr.envs.browser.snapshot import PageView
+from gfcr.envs.browser.tab import Tab
+from gfcr.envs.tasks import TaskSource
+from gfcr.errors import UnknownNameError
+
+NO_LIMIT_MS = 1_000_000_000  # about 11 days: "no timer" for setTimeout (which overflows past 2**31 ms)
+HIDE = "#reward-display, #click-canvas, #sync-task-cover { display: none !important; }"
+START = """([seed, limitMs]) => {
+  Math.seedrandom(seed);
+  core.EPISODE_MAX_TIME = limitMs;
+  core.startEpisodeReal();
+}"""
+# The natural-language tasks' getUtterance() returns {utterance, fields}; the agent gets the text.
+UTTERANCE = "() => { const u = core.getUtterance(); return typeof u === 'string' ? u : u.utterance; }"
+READ_REWARD = "() => [WOB_DONE_GLOBAL, WOB_REWARD_GLOBAL, WOB_RAW_REWARD_GLOBAL, WOB_REWARD_REASON]"
+
+
+@cache
+def miniwob_pages() -> tuple[str, ...]:
+    """Names of MiniWoB's task pages (`click-test`, …), sorted."""
+    return tuple(sorted(path.stem for path in (miniwob_html() / "miniwob").glob("*.html")))
+
+
+def miniwob_source(pages: Sequence[str] | None = None, num_seeds: int = 100) -> TaskSource:
+    """`num_seeds` episodes of each page (every page by default): task `miniwob/<page>/<seed>`."""
+    known = miniwob_pages()
+    chosen = list(known if pages is None else pages)
+    for page in chosen:
+        if page not in known:
+            raise UnknownNameError("MiniWoB page", page, known)
+
+    def build(index: int) -> Task:
+        page, seed = chosen[index // num_seeds], index % num_seeds
+        prompt = f"MiniWoB task {page} (seed {seed}); its goal is shown on the page."
+        return Task(
+            f"miniwob/{page}/{seed}", prompt, None, "miniwob", {"site": "miniwob", "page": page, "seed": seed}
+        )
+
+    def index_of(task_id: str) -> int | None:
+        prefix, _, rest = task_id.partition("/")
+        page, _, seed = rest.rpartition("/")
+        if prefix != "miniwob" or page not in chosen or not seed.isdigit() or int(seed) >= num_seeds:
+            return None
+        return chosen.index(page) * num_seeds + int(seed)
+
+    return TaskSource("miniwob", len(chosen) * num_seeds, build, index_of)
+
+
+class MiniwobSite:
+    """Runs MiniWoB pages: seeds and starts the episode, reads the reward globals."""
+
+    name = "miniwob"
+
+    def __init__(self, time_limit_s: float | None = None) -> None:
+        self.limit_ms = NO_LIMIT_MS if time_limit_s is None else int(time_limit_s * 1000)
+
+    async def open(self, tab: Tab, task: Task) -> str:
+        await tab.goto(f"/wob/miniwob/{task.metadata['page']}.html")
+        await tab.page.add_style_tag(content=HIDE)
+        await tab.page.evaluate(START, [task.metadata["seed"], self.limit_ms])
+        await tab.page.wait_for_function("() => WOB_TASK_READY")
+        await tab.rendered()  # e.g. the e-mail pages' icons load after the episode starts, and move things
+        return str(await tab.page.evaluate(UTTERANCE))
+
+    async def verdict(self, tab: Tab, task: Task, answer: str | None) -> Verdict:
+        done, scaled, raw, reason = await tab.page.evaluate(READ_REWARD)
+        if not done:
+            return Verdict(
+                answer is not None, 0.0, "ended before the task was done" if answer is not None else ""
+            )
+        return Verdict(True, float(raw), str(reason or _describe(raw)), float(scaled))
+
+    def close(self, tab: Tab) -> None:
+        pass
+
+    def next_actions(self, task: Task, page: PageView) -> list[str]:
+        return miniwob_next_actions(task.metadata["page"], page)
+
+
+def _describe(raw: Any) -> str:
+    return "success" if raw >= 1 else "failure" if raw <= -1 else f"partial credit {raw}"

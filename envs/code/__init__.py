@@ -1,0 +1,18 @@
+"""The code family: `gfcr/Code-v0` and `gfcr/CodeInteractive-v0`, their data, extraction and grading."""
+
+from gfcr.envs.code.data import CodeTests, IOCase, load_source
+from gfcr.envs.code.env import CodeEnv
+from gfcr.envs.code.extract import extract_code
+from gfcr.envs.code.grading import Verdict, grade
+from gfcr.envs.code.interactive import CodeInteractiveEnv
+
+__all__ = [
+    "CodeEnv",
+    "CodeInteractiveEnv",
+    "CodeTests",
+    "IOCase",
+    "Verdict",
+    "extract_code",
+    "grade",
+    "load_source",
+]

@@ -1,0 +1,60 @@
+"""The `Verifier` protocol: what every env family's checker implements, and its `Verdict`.
+
+A verifier judges a finished (or partial) trajectory of a task against the task's gold data.
+Env families implement it next to their env (`gfcr.envs.math.MathVerifier`); the GFCR modules
+(rubrics, replay, control) only ever see this protocol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from gfcr.core import Task, Trajectory
+from gfcr.core.trajectory import Signals
+from gfcr.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A verifier's judgement: the reward, whether the work passed, and the signals behind it.
+
+    >>> Verdict(1.0, True, {"correct": True}).passed
+    True
+    """
+
+    reward: float
+    passed: bool
+    signals: Signals = field(default_factory=dict)
+
+
+@runtime_checkable
+class Verifier(Protocol):
+    """Judges `trajectory` as an attempt at `task`; must never raise on malformed work."""
+
+    def verify(self, task: Task, trajectory: Trajectory) -> Verdict: ...
+
+
+@dataclass(frozen=True)
+class SignalVerifier:
+    """The verdict the env already gave: the last step's signal `key` (bool or number).
+
+    Use it where the env's check needs the env's state (a database, a page) and cannot be
+    re-run from the trajectory alone.
+
+    >>> from gfcr.core import Step
+    >>> t = Trajectory("gfcr/Math-v0", "t", "1+1?", [Step("2", "ok", 1.0, True, False, {"correct": True})])
+    >>> SignalVerifier("correct").verify(Task("t", "1+1?"), t)
+    Verdict(reward=1.0, passed=True, signals={'correct': True})
+    """
+
+    key: str = "correct"
+    threshold: float = 1.0  # a numeric signal passes at or above this
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            raise ConfigError("SignalVerifier needs a signal key, e.g. 'correct'; got ''")
+
+    def verify(self, task: Task, trajectory: Trajectory) -> Verdict:
+        value = float(trajectory.signals.get(self.key, 0.0))
+        return Verdict(value, value >= self.threshold, dict(trajectory.signals))

@@ -1,0 +1,33 @@
+"""Generate: how candidate trajectories are proposed.
+
+- Group sampling: `expand_groups` turns episode specs into K samples per prompt for the
+  runner; `group_by_task` gathers the results back into groups.
+- Tree rollouts: `BranchAt` (branch live episodes at turn boundaries, through Control's
+  `after_step`), `build_tree` and `tree_advantages` (TreeRL, TreeRPO step values).
+- Guidance: `FewShot`, `Plan` and any `Guide` (a `gfcr.skills.SkillLibrary` too) injected
+  into the prompt by `GuidedPolicy`.
+
+>>> from gfcr.generate import FewShot, inject
+>>> inject([], FewShot(()).guidance("q"))
+[]
+"""
+
+from gfcr.generate.groups import expand_groups, group_by_task
+from gfcr.generate.guidance import FewShot, Guide, GuidedPolicy, Plan, first_user_text, inject
+from gfcr.generate.tree import TREE_ESTIMATORS, BranchAt, Node, build_tree, tree_advantages
+
+__all__ = [
+    "TREE_ESTIMATORS",
+    "BranchAt",
+    "FewShot",
+    "Guide",
+    "GuidedPolicy",
+    "Node",
+    "Plan",
+    "build_tree",
+    "expand_groups",
+    "first_user_text",
+    "group_by_task",
+    "inject",
+    "tree_advantages",
+]

@@ -1,0 +1,260 @@
+"""Replay: a persistent buffer of trajectories with their provenance, and AR3PO-style rescue.
+
+Every stored trajectory keeps what off-policy use needs: the policy name and version, when it
+was made and stored, the env, the verifier's signals and reward, and the token data with the
+old logprobs (the whole `Trajectory` JSON). Storage goes through SQLAlchemy: a SQLite file by
+default, any SQLAlchemy URL otherwise; each `store` is one committed transaction, so a killed
+process loses nothing that `store` had returned from.
+
+Rules: what is stored (`store_rule`: everything, or only correct work), what is retrieved
+(`sample(rule=...)`: correct, recent or diverse), what is evicted (`evict`: staleness in policy
+versions, age, and a cap per task). `rescue` is AR3PO's response reuse (Zhang et al. 2025,
+"Improving Sampling Efficiency in RLVR through Adaptive Rollout and Response Reuse"): a group
+where every sample failed gets a cached correct response for the same prompt in place of one
+failure, so the group carries a signal.
+
+The runner's Replay hook: `Runner(policy, replay=ReplayBuffer(...))` calls `store` on each
+finished trajectory.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    delete,
+    func,
+    select,
+)
+from sqlalchemy.exc import SQLAlchemyError
+
+from gfcr.core import Trajectory
+from gfcr.errors import ConfigError, StorageError, UnknownNameError
+from gfcr.filter.signals import response_length
+from gfcr.storage import open_database
+
+STORE_RULES = ("all", "correct")
+SAMPLE_RULES = ("correct", "recent", "diverse")
+DIVERSE_POOL = 256  # newest correct candidates a diverse sample chooses among
+
+metadata = MetaData()
+table = Table(
+    "replay_trajectories",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("env_id", String(255), nullable=False),
+    Column("task_id", String(255), nullable=False, index=True),
+    Column("policy", String(255), nullable=False),
+    Column("policy_version", String(255), nullable=False),
+    Column("version_number", Integer, nullable=True),  # policy_version when it is an integer
+    Column("created", String(64), nullable=False),  # provenance time (ISO 8601)
+    Column("stored_at", Float, nullable=False, index=True),  # Unix seconds
+    Column("reward", Float, nullable=False),
+    Column("passed", Boolean, nullable=False, index=True),
+    Column("signals", JSON, nullable=False),  # the verifier's signals φ of the last step
+    Column("length", Integer, nullable=False),
+    Column("data", Text, nullable=False),  # the trajectory as JSON (token data, old logprobs)
+)
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    """Where the buffer lives and its store and eviction rules."""
+
+    url: str = "runs/replay.db"  # a SQLAlchemy URL, or a path for a SQLite file
+    store_rule: str = "all"  # "all" | "correct": what `store` keeps
+    success_at: float = 1.0  # a trajectory with at least this total reward is correct
+    max_per_task: int | None = None  # keep only the newest N per task
+    max_age_s: float | None = None  # evict what was stored longer ago than this
+    max_staleness: int | None = None  # evict what is more than N policy versions behind
+
+    def __post_init__(self) -> None:
+        if self.store_rule not in STORE_RULES:
+            raise UnknownNameError("replay store rule", self.store_rule, STORE_RULES)
+        for name in ("max_per_task", "max_age_s", "max_staleness"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ConfigError(f"{name} must be >= 0 (or None), got {value}")
+
+
+class ReplayBuffer:
+    """Trajectories kept across rollouts, persisted through SQLAlchemy.
+
+    >>> from gfcr.core import Provenance, Step
+    >>> buffer = ReplayBuffer(ReplayConfig(url="sqlite://"))
+    >>> good = Trajectory("e", "q1", "?", [Step("42", "", 1.0, True, False, {"correct": True})],
+    ...                   provenance=Provenance("p", "3"))
+    >>> bad = Trajectory("e", "q1", "?", [Step("41", "", 0.0, True, False, {"correct": False})])
+    >>> buffer.store(good); len(buffer)
+    1
+    >>> group, rescued = buffer.rescue([bad, copy.deepcopy(bad)])
+    >>> rescued, [t.total_reward for t in group], group[-1].provenance.policy_version
+    (True, [0.0, 1.0], '3')
+    """
+
+    def __init__(self, config: ReplayConfig | str | Path | None = None) -> None:
+        if not isinstance(config, ReplayConfig):
+            config = ReplayConfig() if config is None else ReplayConfig(url=str(config))
+        self.config = config
+        self.engine = open_database(config.url, metadata)
+
+    # -- store -----------------------------------------------------------------------------------
+
+    def store(self, trajectory: Trajectory) -> None:
+        """Keep one finished trajectory (runner hook); committed when this returns."""
+        self.store_many([trajectory])
+
+    def store_many(self, trajectories: Iterable[Trajectory]) -> int:
+        """Keep trajectories in one transaction; returns how many the store rule kept."""
+        rows = [self._row(t) for t in trajectories if self._keeps(t)]
+        if rows:
+
+            def replace(conn) -> None:  # noqa: ANN001 (storing an id again replaces it, on any backend)
+                conn.execute(delete(table).where(table.c.id.in_([row["id"] for row in rows])))
+                conn.execute(table.insert(), rows)
+
+            self._write(replace)
+        return len(rows)
+
+    def _keeps(self, trajectory: Trajectory) -> bool:
+        if trajectory.status != "ok":
+            return False  # an infrastructure failure says nothing about the policy
+        return self.config.store_rule == "all" or self._passed(trajectory)
+
+    def _passed(self, trajectory: Trajectory) -> bool:
+        return trajectory.total_reward >= self.config.success_at - 1e-9
+
+    def _row(self, trajectory: Trajectory) -> dict:
+        version = trajectory.provenance.policy_version
+        return {
+            "id": trajectory.id,
+            "env_id": trajectory.env_id,
+            "task_id": trajectory.task_id,
+            "policy": trajectory.provenance.policy,
+            "policy_version": version,
+            "version_number": int(version) if version.lstrip("-").isdigit() else None,
+            "created": trajectory.provenance.time,
+            "stored_at": time.time(),
+            "reward": trajectory.total_reward,
+            "passed": self._passed(trajectory),
+            "signals": dict(trajectory.signals),
+            "length": response_length(trajectory),
+            "data": trajectory.to_json(),
+        }
+
+    # -- retrieve --------------------------------------------------------------------------------
+
+    def sample(self, task_id: str, n: int = 1, rule: str = "correct") -> list[Trajectory]:
+        """Up to `n` trajectories of `task_id`: the newest correct ones, the newest of any
+        outcome ("recent"), or correct ones far apart from each other ("diverse")."""
+        if rule not in SAMPLE_RULES:
+            raise UnknownNameError("replay sample rule", rule, SAMPLE_RULES)
+        query = select(table.c.data).where(table.c.task_id == task_id)
+        if rule != "recent":
+            query = query.where(table.c.passed)
+        limit = DIVERSE_POOL if rule == "diverse" else n
+        query = query.order_by(table.c.stored_at.desc(), table.c.id).limit(limit)
+        found = [
+            Trajectory.from_json(data) for data in self._read(lambda c: c.execute(query).scalars().all())
+        ]
+        return _farthest_first(found, n) if rule == "diverse" else found
+
+    def task_ids(self, *, passed: bool | None = None) -> list[str]:
+        """Tasks with stored trajectories (only those with correct ones if `passed=True`)."""
+        query = select(table.c.task_id).distinct()
+        if passed is not None:
+            query = query.where(table.c.passed == passed)
+        return sorted(self._read(lambda c: c.execute(query).scalars().all()))
+
+    def __len__(self) -> int:
+        return int(self._read(lambda c: c.execute(select(func.count()).select_from(table)).scalar_one()))
+
+    # -- use -------------------------------------------------------------------------------------
+
+    def rescue(self, group: Sequence[Trajectory]) -> tuple[list[Trajectory], bool]:
+        """AR3PO response reuse: if every sample of `group` failed and a correct response to its
+        task is stored, it replaces the group's last sample (marked with the signal `replayed`;
+        its provenance names the older policy, its token data keeps the old logprobs)."""
+        group = list(group)
+        if not group or any(self._passed(t) for t in group):
+            return group, False
+        cached = self.sample(group[0].task_id, 1, "correct")
+        if not cached:
+            return group, False
+        injected = copy.deepcopy(cached[0])
+        if injected.steps:
+            injected.steps[-1].signals["replayed"] = True
+        return [*group[:-1], injected], True
+
+    # -- evict -----------------------------------------------------------------------------------
+
+    def evict(self, *, current_version: int | None = None, now: float | None = None) -> int:
+        """Apply the eviction rules; returns how many trajectories were removed."""
+        config, now = self.config, time.time() if now is None else now
+        conditions = []
+        if config.max_staleness is not None and current_version is not None:
+            conditions.append(table.c.version_number < current_version - config.max_staleness)
+        if config.max_age_s is not None:
+            conditions.append(table.c.stored_at < now - config.max_age_s)
+
+        def run(conn) -> int:  # noqa: ANN001
+            removed = sum(conn.execute(delete(table).where(c)).rowcount for c in conditions)
+            if config.max_per_task is not None:
+                rank = func.row_number().over(
+                    partition_by=table.c.task_id, order_by=(table.c.stored_at.desc(), table.c.id)
+                )
+                ranked = select(table.c.id, rank.label("rank")).subquery()
+                old = select(ranked.c.id).where(ranked.c.rank > config.max_per_task)
+                removed += conn.execute(delete(table).where(table.c.id.in_(old))).rowcount
+            return removed
+
+        return self._write(run)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def _write(self, work):  # noqa: ANN001, ANN202
+        try:
+            with self.engine.begin() as conn:
+                return work(conn)
+        except SQLAlchemyError as e:
+            raise StorageError(f"replay buffer {self.config.url!r}: write failed: {e}") from e
+
+    def _read(self, work):  # noqa: ANN001, ANN202
+        try:
+            with self.engine.connect() as conn:
+                return work(conn)
+        except SQLAlchemyError as e:
+            raise StorageError(f"replay buffer {self.config.url!r}: read failed: {e}") from e
+
+
+def _farthest_first(candidates: list[Trajectory], n: int) -> list[Trajectory]:
+    """Greedy max-min diversity by Jaccard distance of the responses' word sets."""
+    if len(candidates) <= n:
+        return candidates
+    words = [set(" ".join(s.action for s in t.steps).split()) for t in candidates]
+
+    def distance(i: int, j: int) -> float:
+        union = words[i] | words[j]
+        return 1.0 - len(words[i] & words[j]) / len(union) if union else 0.0
+
+    chosen = [0]  # the newest first
+    nearest = [distance(0, j) for j in range(len(candidates))]
+    while len(chosen) < n:
+        best = max((j for j in range(len(candidates)) if j not in chosen), key=lambda j: nearest[j])
+        chosen.append(best)
+        nearest = [min(nearest[j], distance(best, j)) for j in range(len(candidates))]
+    return [candidates[i] for i in chosen]

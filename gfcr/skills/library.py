@@ -1,0 +1,200 @@
+"""`SkillLibrary`: skills extracted from successful trajectories, persisted, retrieved by BM25.
+
+Retrieval ranks skills by BM25 (via `bm25s`) between the query (a new task's prompt) and each
+skill's name, description and body; an optional `encoder` (texts -> embedding rows) ranks by
+cosine similarity instead. The library is a `Guide` (`guidance(query)`: the top skills as
+prompt text, for `gfcr.generate.GuidedPolicy`) and a runner Replay hook (`store(trajectory)`:
+extract skills from every successful trajectory).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import bm25s
+import numpy as np
+from sqlalchemy import JSON, Column, Integer, MetaData, String, Table, Text, delete, select, update
+from sqlalchemy.exc import SQLAlchemyError
+
+from gfcr.core import Trajectory
+from gfcr.errors import ConfigError, StorageError
+from gfcr.skills.skill import Skill, extract_functions, extract_tool_sequence
+from gfcr.storage import open_database
+
+Encoder = Callable[[Sequence[str]], np.ndarray]  # texts -> (N, D) embeddings
+
+metadata = MetaData()
+table = Table(
+    "skills",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("name", String(255), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("description", Text, nullable=False),
+    Column("body", Text, nullable=False),
+    Column("source_task", String(255), nullable=False),
+    Column("source_trajectory", String(128), nullable=False),
+    Column("policy_version", String(255), nullable=False),
+    Column("uses", Integer, nullable=False),
+    Column("successes", Integer, nullable=False),
+    Column("example", JSON, nullable=False),
+)
+
+
+@dataclass(frozen=True)
+class SkillConfig:
+    """Where the library lives and how it extracts and retrieves."""
+
+    url: str = "runs/skills.db"  # a SQLAlchemy URL, or a path for a SQLite file
+    success_at: float = 1.0  # only trajectories with at least this total reward teach skills
+    top_k: int = 3  # skills shown as guidance
+    min_score: float = 0.0  # BM25 (or cosine) score a skill must exceed to be retrieved
+
+    def __post_init__(self) -> None:
+        if self.top_k < 1:
+            raise ConfigError(f"top_k must be >= 1, got {self.top_k}")
+
+
+class SkillLibrary:
+    """Skills with provenance and success statistics.
+
+    >>> from gfcr.core import Message, Step, ToolCall
+    >>> library = SkillLibrary(SkillConfig(url="sqlite://"))
+    >>> solved = Trajectory("e", "t1", "Price of a pear in EUR?", [Step("", "", 1.0, True, False)], messages=[
+    ...     Message("assistant", "", (ToolCall("price", {"item": "pear"}),)), Message("tool", "2.0"),
+    ...     Message("assistant", "", (ToolCall("convert", {"amount": 2.0, "currency": "EUR"}),))])
+    >>> [s.name for s in library.extract(solved)]
+    ['price+convert']
+    >>> [s.name for s in library.retrieve("Price of a plum in GBP?")]
+    ['price+convert']
+    """
+
+    def __init__(
+        self, config: SkillConfig | str | Path | None = None, *, encoder: Encoder | None = None
+    ) -> None:
+        if not isinstance(config, SkillConfig):
+            config = SkillConfig() if config is None else SkillConfig(url=str(config))
+        self.config, self.encoder = config, encoder
+        self.engine = open_database(config.url, metadata)
+        self._lock = threading.Lock()
+        self._skills: dict[str, Skill] = {}
+        self._index: tuple[list[str], object] | None = None  # (skill ids, BM25 index or embeddings)
+        names = [f.name for f in fields(Skill)]
+        try:
+            with self.engine.connect() as conn:
+                for row in conn.execute(select(table)).mappings():
+                    skill = Skill(**{k: row[k] for k in names})
+                    self._skills[skill.id] = skill
+        except SQLAlchemyError as e:
+            raise StorageError(f"skill library {config.url!r}: read failed: {e}") from e
+
+    def __len__(self) -> int:
+        return len(self._skills)
+
+    def __iter__(self):  # -> Iterator[Skill]
+        return iter(list(self._skills.values()))
+
+    def get(self, skill_id: str) -> Skill:
+        return self._skills[skill_id]
+
+    def add(self, skill: Skill) -> Skill:
+        """Keep `skill`; a skill already known (same procedure or code) is kept as first found."""
+        with self._lock:
+            if skill.id in self._skills:
+                return self._skills[skill.id]
+            row = {f.name: getattr(skill, f.name) for f in fields(Skill)} | {"id": skill.id}
+            self._write(lambda conn: conn.execute(table.insert(), [row]))
+            self._skills[skill.id] = skill
+            self._index = None
+            return skill
+
+    def extract(self, trajectory: Trajectory) -> list[Skill]:
+        """Add the skills of a successful trajectory (none from a failed one); returns them."""
+        if trajectory.status != "ok" or trajectory.total_reward < self.config.success_at - 1e-9:
+            return []
+        found = extract_functions(trajectory)
+        if (sequence := extract_tool_sequence(trajectory)) is not None:
+            found.append(sequence)
+        return [self.add(skill) for skill in found]
+
+    def store(self, trajectory: Trajectory) -> None:
+        """Runner Replay hook: learn skills from each finished trajectory."""
+        self.extract(trajectory)
+
+    def record(self, skill_id: str, success: bool) -> None:
+        """Count one episode that used the skill, and whether it succeeded."""
+        with self._lock:
+            skill = self._skills[skill_id]
+            skill.uses += 1
+            skill.successes += int(success)
+            statement = (
+                update(table).where(table.c.id == skill_id).values(uses=skill.uses, successes=skill.successes)
+            )
+            self._write(lambda conn: conn.execute(statement))
+
+    def remove(self, skill_id: str) -> None:
+        """Forget a skill (e.g. one whose success rate fell too low)."""
+        with self._lock:
+            self._write(lambda conn: conn.execute(delete(table).where(table.c.id == skill_id)))
+            self._skills.pop(skill_id, None)
+            self._index = None
+
+    def retrieve(self, query: str, k: int | None = None) -> list[Skill]:
+        """The `k` skills most similar to `query`, best first (ties: higher success rate)."""
+        k = k or self.config.top_k
+        with self._lock:
+            if not self._skills:
+                return []
+            ids, index = self._index or self._build_index()
+            scores = self._scores(index, query)  # (N,)
+        order = sorted(range(len(ids)), key=lambda i: (-scores[i], -self._skills[ids[i]].success_rate))
+        return [self._skills[ids[i]] for i in order[:k] if scores[i] > self.config.min_score]
+
+    def guidance(self, query: str) -> str:
+        """Guide protocol: the retrieved skills as prompt text ("" when none match)."""
+        skills = self.retrieve(query)
+        if not skills:
+            return ""
+        return "Skills that solved similar tasks:\n\n" + "\n\n".join(s.render() for s in skills)
+
+    def _build_index(self) -> tuple[list[str], object]:
+        ids = list(self._skills)
+        documents = [_document(self._skills[i]) for i in ids]
+        if self.encoder is not None:
+            index: object = _normalise(np.asarray(self.encoder(documents), dtype=np.float32))
+        else:
+            index = bm25s.BM25()
+            index.index(_tokenize(documents), show_progress=False)
+        self._index = (ids, index)
+        return self._index
+
+    def _scores(self, index: object, query: str) -> np.ndarray:
+        if self.encoder is not None:
+            return index @ _normalise(np.asarray(self.encoder([query]), dtype=np.float32))[0]  # type: ignore[operator]
+        return index.get_scores(_tokenize([query])[0])  # type: ignore[attr-defined]
+
+    def _write(self, work) -> None:  # noqa: ANN001
+        try:
+            with self.engine.begin() as conn:
+                work(conn)
+        except SQLAlchemyError as e:
+            raise StorageError(f"skill library {self.config.url!r}: write failed: {e}") from e
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _document(skill: Skill) -> str:
+    body = " ".join(step["name"] for step in skill.steps) if skill.kind == "tool_sequence" else skill.body
+    return f"{skill.name.replace('+', ' ').replace('_', ' ')} {skill.description} {body}"
+
+
+def _tokenize(texts: list[str]) -> list[list[str]]:
+    return bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
+
+
+def _normalise(rows: np.ndarray) -> np.ndarray:
+    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)

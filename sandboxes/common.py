@@ -1,0 +1,197 @@
+"""What every backend shares: limits and files checked once, results classified once, `arun`.
+
+Backends subclass `SandboxBase` (and `SessionBase`) and implement `run` and `session`; they
+report raw facts (exit code, signal, why they stopped the program, resource use) and
+`make_result` turns those into an `ExecResult` the same way for all of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import signal
+from abc import ABC, abstractmethod
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from gfcr.sandboxes.base import ExecResult, Files, Limits, Session, Status
+
+from gfcr.errors import ConfigError
+
+TRUNCATION_MARKER = "\n…[gfcr: output truncated at {limit} bytes]"
+MAX_FILE_PATH = 255
+
+
+@dataclass(frozen=True)
+class RawOutcome:
+    """The facts a backend reports about one run, before classification."""
+
+    exit_code: int | None
+    signal: int | None
+    stopped_for: str | None  # "timeout" or "output_limit" when the backend stopped the program
+    wall_s: float
+    cpu_s: float
+    max_rss_kb: float
+    stdout: bytes
+    stderr: bytes
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    out_of_memory: bool = False  # the memory cgroup (or container) killed something
+
+
+def make_result(raw: RawOutcome, limits: Limits) -> ExecResult:
+    """Classify `raw` into an `ExecResult` with a status, decoded text and truncation markers.
+
+    >>> raw = RawOutcome(None, 24, None, 1.0, 2.0, 9000, b"", b"", False, False)  # SIGXCPU
+    >>> make_result(raw, Limits()).status
+    'timeout'
+    """
+    stderr = decode(raw.stderr, raw.stderr_truncated, limits.max_output_bytes)
+    exit_code = raw.exit_code if raw.exit_code is not None else (-raw.signal if raw.signal else None)
+    result = ExecResult(
+        status=_status(raw, stderr, limits),
+        exit_code=exit_code,
+        stdout=decode(raw.stdout, raw.stdout_truncated, limits.max_output_bytes),
+        stderr=stderr,
+        wall_s=round(raw.wall_s, 6),
+        cpu_s=round(raw.cpu_s, 6),
+        max_rss_mb=round(raw.max_rss_kb / 1024, 3),
+    )
+    return result
+
+
+def _status(raw: RawOutcome, stderr: str, limits: Limits) -> Status:
+    if raw.stopped_for in ("timeout", "output_limit"):
+        return raw.stopped_for  # type: ignore[return-value]
+    if raw.out_of_memory:
+        return "memory"
+    if raw.signal is not None:
+        cpu_limit_hit = raw.signal == signal.SIGXCPU or (
+            raw.signal == signal.SIGKILL and raw.cpu_s >= limits.cpu_s
+        )
+        return "timeout" if cpu_limit_hit else "killed"
+    if raw.exit_code == 0:
+        return "ok"
+    if raw.exit_code is None:
+        return "killed"
+    last_line = stderr.rstrip().rpartition("\n")[2]
+    return "memory" if last_line.startswith("MemoryError") else "error"
+
+
+def decode(data: bytes, truncated: bool, limit: int) -> str:
+    """Output bytes as text (invalid UTF-8 replaced), marked when cut at the cap.
+
+    >>> decode(b"abc", True, 3)
+    'abc\\n…[gfcr: output truncated at 3 bytes]'
+    """
+    text = data.decode("utf-8", "replace")
+    return text + TRUNCATION_MARKER.format(limit=limit) if truncated else text
+
+
+def check_files(files: Files | None) -> list[tuple[str, bytes]]:
+    """The files of a run as (relative path, bytes); ConfigError for a path that could escape.
+
+    >>> check_files({"data/in.txt": "1 2"})
+    [('data/in.txt', b'1 2')]
+    >>> check_files({"../etc/passwd": ""})
+    Traceback (most recent call last):
+    ...
+    gfcr.errors.ConfigError: file path '../etc/passwd' must be relative, without '..', '.' or empty parts
+    """
+    checked = []
+    for path, content in (files or {}).items():
+        parts = path.split("/") if isinstance(path, str) else []
+        if not parts or path.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\0" in path:
+            raise ConfigError(f"file path {path!r} must be relative, without '..', '.' or empty parts")
+        if len(path) > MAX_FILE_PATH:
+            raise ConfigError(
+                f"file path {path[:40]!r}… has {len(path)} characters; the limit is {MAX_FILE_PATH}"
+            )
+        if not isinstance(content, (str, bytes)):
+            raise ConfigError(f"file {path!r} must be str or bytes, got {type(content).__name__}")
+        checked.append((path, content.encode() if isinstance(content, str) else content))
+    return checked
+
+
+def limits_dict(limits: Limits) -> dict[str, Any]:
+    """The limits as plain JSON for a worker."""
+    return {name: getattr(limits, name) for name in Limits.__dataclass_fields__}
+
+
+class SandboxBase(ABC):
+    """The shared half of a backend: default limits, `arun` on a thread pool, context manager."""
+
+    backend: ClassVar[str]
+
+    def __init__(self, limits: Limits | None, max_concurrency: int) -> None:
+        self.limits = limits or Limits()
+        self._max_concurrency = max(1, max_concurrency)
+        self._executor: ThreadPoolExecutor | None = None
+
+    @abstractmethod
+    def run(
+        self,
+        code: str,
+        *,
+        language: str = "python",
+        stdin: str = "",
+        files: Files | None = None,
+        limits: Limits | None = None,
+    ) -> ExecResult: ...
+
+    @abstractmethod
+    def session(self, language: str = "python", *, limits: Limits | None = None) -> Session: ...
+
+    async def arun(
+        self,
+        code: str,
+        *,
+        language: str = "python",
+        stdin: str = "",
+        files: Files | None = None,
+        limits: Limits | None = None,
+    ) -> ExecResult:
+        """`run` without blocking the event loop: at most as many at once as the backend has workers."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(
+                self._max_concurrency, thread_name_prefix=f"gfcr-{self.backend}"
+            )
+        call = functools.partial(self.run, code, language=language, stdin=stdin, files=files, limits=limits)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+
+    def close(self) -> None:
+        """Stop every worker; the sandbox can be used again afterwards (workers restart on demand)."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+    def __enter__(self) -> SandboxBase:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(limits={self.limits})"
+
+
+class SessionBase(ABC):
+    """The shared half of a session: context manager, restart count, limits."""
+
+    def __init__(self, language: str, limits: Limits) -> None:
+        self.language = language
+        self.limits = limits
+        self.restarts = 0
+
+    @abstractmethod
+    def run(self, code: str, *, stdin: str = "", limits: Limits | None = None) -> ExecResult: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> SessionBase:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

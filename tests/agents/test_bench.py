@@ -1,0 +1,136 @@
+"""`gfcr bench`: scores, the terminal table, the report directory, and its HTML read in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import random
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+from gfcr.agents import Runner
+from gfcr.agents.bench.bench import AgentResult, BenchConfig, BenchResult, config_label
+from gfcr.agents.bench.metrics import pass_at_k, pass_hat_k, score
+from gfcr.agents.bench.report import write_report
+from gfcr.agents.specs import EpisodeSpec, env_config
+from runner_envs import ScriptPolicy
+from typer.testing import CliRunner
+
+from gfcr.cli import app
+from gfcr.core import read_jsonl
+
+cli = CliRunner()
+CHROMIUM_ARGS = [
+    *("--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"),
+    *("--disable-sync", "--no-first-run", "--disable-dev-shm-usage"),
+]
+
+
+def test_pass_at_k_and_pass_hat_k_match_counting_every_subset_of_k_samples():
+    rng = random.Random(0)
+    for _ in range(50):
+        n = rng.randint(1, 8)
+        outcomes = [rng.random() < 0.4 for _ in range(n)]
+        for k in range(1, n + 1):
+            subsets = list(combinations(outcomes, k))
+            assert pass_at_k(n, sum(outcomes), k) == pytest.approx(
+                sum(any(s) for s in subsets) / len(subsets)
+            )
+            assert pass_hat_k(n, sum(outcomes), k) == pytest.approx(
+                sum(all(s) for s in subsets) / len(subsets)
+            )
+
+
+def test_bench_runs_agents_on_a_suite_prints_scores_and_writes_a_report(tmp_path):
+    report = tmp_path / "report"
+    args = ["bench", "math", "--agent", "scripted:oracle", "--agent", "scripted:random", "-k", "2",
+            "--num-tasks", "3", "--report", str(report)]  # fmt: skip
+    result = cli.invoke(app, args, terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert (
+        "scripted:oracle" in result.output
+        and "pass^2" in result.output
+        and f"report: {report}" in result.output
+    )
+    results = json.loads((report / "results.json").read_text())
+    oracle, junk = results["agents"]["scripted:oracle"], results["agents"]["scripted:random"]
+    assert oracle["overall"]["pass_at"]["1"] == 1.0 and oracle["overall"]["pass_hat"]["2"] == 1.0
+    assert all(entry["pass_at"]["1"] == 1.0 for entry in oracle["entries"].values())
+    assert junk["overall"]["pass_at"]["2"] < 0.2 and junk["overall"]["outcomes"].get("solved", 0) < 5
+    episodes = oracle["overall"]["episodes"]
+    assert episodes == 2 * 9 and oracle["overall"]["tasks"] == 9 and len(oracle["entries"]) == 3
+    assert len(list(read_jsonl(report / "trajectories" / "scripted_oracle.jsonl"))) == episodes
+    assert (report / "index.html").exists() and (report / "episodes" / "scripted_random" / "1.html").exists()
+
+    again = cli.invoke(app, [*args, "--resume"], terminal_width=200)  # nothing left to run
+    assert again.exit_code == 0, again.output
+    assert (
+        json.loads((report / "results.json").read_text())["agents"]["scripted:oracle"]["overall"]
+        == oracle["overall"]
+    )
+
+
+def test_bench_of_the_tiny_model_reports_its_tokens_and_keeps_token_data(tiny_model, tmp_path):
+    args = ["bench", "gfcr/Math-v0", "-a", f"hf:{tiny_model}", "--num-tasks", "3", "--max-tokens", "12",
+            "-e", "split=AIME2024", "--report", str(tmp_path)]  # fmt: skip
+    result = cli.invoke(app, args, terminal_width=200)
+    assert result.exit_code == 0, result.output
+    (trajectories,) = (tmp_path / "trajectories").iterdir()
+    for t in read_jsonl(trajectories):
+        assert t.cost.tokens_out == len(t.tokens.completion_ids) <= 12 and t.tokens.prompt_ids
+    scores = json.loads((tmp_path / "results.json").read_text())["agents"][f"hf:{tiny_model}"]["overall"]
+    assert 0 < scores["mean_tokens_out"] <= 12 and scores["episodes"] == 3
+
+
+def test_bad_bench_input_gets_a_clear_error():
+    result = cli.invoke(app, ["bench", "smok", "--agent", "scripted:oracle"], terminal_width=200)
+    assert result.exit_code == 2 and "did you mean 'smoke'" in result.output
+    result = cli.invoke(app, ["bench", "smoke", "--agent", "hf:"], terminal_width=200)
+    assert result.exit_code == 2 and "hf: specs name a model directory" in result.output
+
+
+@pytest.fixture
+def hostile_report(tmp_path) -> Path:
+    """A report of episodes whose model output is markup: it must be shown, never run."""
+    call = '<tool_call>{"name": "echo", "arguments": {"text": "<img src=x onerror=alert(1)>"}}</tool_call>'
+    policy = ScriptPolicy(text=f"<script>window.pwned = 1</script><b>bold?</b> {call}")
+    config = env_config("test/Echo-v0")
+    specs = [EpisodeSpec(config, f"turns-{n}", sample=j, seed=j) for n in (1, 2) for j in range(2)]
+    run = Runner(policy).run(specs)
+    label = config_label(config)
+    scores = {
+        label: score({t: [x for x in run.trajectories if x.task_id == t] for t in ("turns-1", "turns-2")}, 2)
+    }
+    agent = AgentResult(
+        "script", scores[label], scores, run.trajectories, tmp_path / "trajectories/script.jsonl", 1.0
+    )
+    bench_config = BenchConfig(("test/Echo-v0",), ("script",), k=2, report=tmp_path)
+    return write_report(bench_config, BenchResult("echo", [agent], {s.id: label for s in specs}))
+
+
+@pytest.mark.timeout(120)
+def test_the_report_reads_in_headless_chromium_and_shows_model_output_as_text(hostile_report):
+    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(hostile_report.as_uri())
+        assert page.title() == "gfcr bench · echo"
+        row = page.locator("#summary tr").nth(1).inner_text()
+        assert row.startswith("script\t4\t1.000\t1.000\t1.000")  # agent, episodes, pass@1, pass@2, pass^2
+        assert page.locator("svg rect.bar").count() >= 2 and page.locator("svg polyline.line").count() == 2
+        page.get_by_role("link", name="read episodes").click()
+        assert page.locator("#episodes tr").count() == 5  # header + 4 episodes
+        page.locator("#episodes a", has_text="3").click()
+        assert page.locator("section.turn").count() == 2  # turns-2: two turns
+        turn = page.locator("#turn-1").inner_text()
+        assert "<script>window.pwned = 1</script><b>bold?</b>" in turn  # shown as text
+        assert "tool call echo" in turn and '"<img src=x onerror=alert(1)>"' in turn
+        assert "tool · echo" in turn and "reward 0.000" in turn
+        assert page.evaluate("typeof window.pwned") == "undefined" and page.locator("b").count() == 0
+        page.get_by_role("link", name="next →").click()
+        assert page.url.endswith("/4.html") and "reward 1.000" in page.locator("#turn-2").inner_text()
+        assert errors == []
+        browser.close()

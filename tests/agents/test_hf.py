@@ -1,0 +1,55 @@
+"""The `hf:` backend on the tiny model: batched generation, n samples, limits, stop strings, logprobs."""
+
+from __future__ import annotations
+
+import pytest
+from gfcr.agents import Request, SamplingParams, make_policy
+
+from gfcr.core import Message
+from gfcr.errors import PolicyError
+
+
+def ask(text: str, **sampling) -> Request:
+    return Request((Message("user", text),), sampling=SamplingParams(**sampling))
+
+
+def test_batched_generation_gives_n_samples_per_request_with_the_models_logprobs(hf_policy):
+    import torch
+
+    requests = [
+        ask("What is 2+2?", max_tokens=12, n=2, seed=1),
+        ask("A longer question " * 5, max_tokens=7, seed=2),
+    ]
+    completions = hf_policy.generate(requests)
+    assert len(completions) == 3
+    assert [len(c.completion_ids) <= m for c, m in zip(completions, [12, 12, 7], strict=True)] == [True] * 3
+    for completion in completions:
+        assert completion.finish_reason in ("stop", "length")
+        assert completion.text == hf_policy.chat.completion_text(completion.completion_ids)
+        # teacher-forced forward pass over prompt + completion: the same log-probabilities, unpadded
+        ids = torch.tensor([list(completion.prompt_ids) + list(completion.completion_ids)])
+        with torch.inference_mode():
+            logits = hf_policy.model(ids).logits[0, len(completion.prompt_ids) - 1 : -1]
+        expected = torch.log_softmax(logits.float(), -1).gather(1, ids[0, len(completion.prompt_ids) :, None])
+        assert torch.allclose(torch.tensor(completion.logprobs), expected.squeeze(1), atol=1e-4)
+
+
+def test_max_tokens_stop_strings_and_greedy_decoding(hf_policy):
+    (long,) = hf_policy.generate([ask("Hi", max_tokens=5, temperature=0.0)])
+    (again,) = hf_policy.generate([ask("Hi", max_tokens=5, temperature=0.0)])
+    assert long.completion_ids == again.completion_ids  # greedy is deterministic
+    stop = hf_policy.chat.decode(long.completion_ids[2:4])
+    (stopped,) = hf_policy.generate([ask("Hi", max_tokens=5, temperature=0.0, stop=(stop,))])
+    assert stopped.finish_reason == "stop" and stop in stopped.text and len(stopped.completion_ids) <= 4
+
+
+def test_a_prompt_over_the_context_gives_an_empty_length_completion(hf_policy):
+    ids = tuple(range(10, 10 + hf_policy.max_positions))
+    (completion,) = hf_policy.generate([Request((Message("user", "x"),), prompt_ids=ids)])
+    assert completion.text == "" and completion.finish_reason == "length"
+
+
+def test_a_missing_model_is_an_error_naming_the_path_and_the_fix(tmp_path):
+    pytest.importorskip("transformers")
+    with pytest.raises(PolicyError, match="cannot load a model from .*gfcr tiny-model"):
+        make_policy(f"hf:{tmp_path / 'nowhere'}")

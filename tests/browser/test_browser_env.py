@@ -1,0 +1,176 @@
+"""gfcr/Browser-v0 in a real headless Chromium: observations, actions, errors, tools, rewards."""
+
+from __future__ import annotations
+
+import re
+
+import gymnasium as gym
+import pytest
+
+import gfcr  # noqa: F401  (registers the envs)
+from gfcr.core import Action, ToolCall
+from gfcr.envs.browser import BrowserEnv
+from gfcr.envs.browser.snapshot import PageView
+
+
+@pytest.fixture(scope="module")
+def env():
+    env = gym.make(
+        "gfcr/Browser-v0", dataset=["click-test", "enter-text", "choose-list", "shop", "mail"], num_seeds=5
+    )
+    yield env
+    env.close()
+
+
+def ref_of(observation: str, role: str, name: str | None = None) -> str:
+    node = PageView.parse(observation).find(role, name)
+    assert node is not None and node.ref, f"no {role} {name!r} in:\n{observation}"
+    return node.ref
+
+
+def test_observation_shows_goal_path_and_page_with_refs(env):
+    obs, info = env.reset(options={"task_id": "miniwob/enter-text/2"})
+    page = PageView.parse(obs)
+    assert obs.startswith("You are using a web browser")
+    assert re.fullmatch(r'Enter "\w+" into the text field and press Submit\.', page.goal)
+    assert page.path == "/wob/miniwob/enter-text.html"
+    assert page.find("textbox").ref and page.find("button", "Submit").ref
+    assert [t["function"]["name"] for t in info["tools"]] == [
+        "click",
+        "fill",
+        "select",
+        "press",
+        "scroll",
+        "goto",
+        "back",
+        "answer",
+        "noop",
+    ]
+    # the reward display and start cover of MiniWoB are hidden: nothing on the page moves with the clock
+    assert "Time left" not in obs and "START" not in obs
+
+
+def test_a_correct_sequence_of_text_actions_earns_reward_one(env):
+    obs, _ = env.reset(options={"task_id": "miniwob/enter-text/3"})
+    word = re.search(r'"(\w+)"', PageView.parse(obs).goal).group(1)
+    action = (
+        f'I type it.\nfill("{ref_of(obs, "textbox")}", "{word}")\nclick("{ref_of(obs, "button", "Submit")}")'
+    )
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert (reward, terminated, truncated) == (1.0, True, False)
+    assert info["signals"]["success"] is True and info["signals"]["raw_reward"] == 1.0
+    assert 0.9 < info["signals"]["time_scaled_reward"] <= 1.0
+    assert "The task is over: reward 1" in obs
+
+
+def test_a_wrong_answer_earns_zero_and_keeps_the_signed_raw_reward(env):
+    obs, _ = env.reset(options={"task_id": "miniwob/enter-text/3"})
+    action = f'fill("{ref_of(obs, "textbox")}", "wrong")\nclick("{ref_of(obs, "button", "Submit")}")'
+    _, reward, terminated, _, info = env.step(action)
+    assert (reward, terminated, info["signals"]["raw_reward"]) == (0.0, True, -1.0)
+
+
+def test_select_picks_an_option_by_its_label(env):
+    obs, _ = env.reset(options={"task_id": "miniwob/choose-list/1"})
+    name = re.match(r"Select (.*) from the list", PageView.parse(obs).goal).group(1)
+    obs, reward, *_ = env.step(
+        f'select("{ref_of(obs, "combobox")}", "{name}")\nclick("{ref_of(obs, "button")}")'
+    )
+    assert reward == 1.0
+
+
+@pytest.mark.parametrize(
+    ("action", "message"),
+    [
+        ('click("e999")', "there is no element e999 on this page"),
+        ('click("button")', "'button' is not an element reference"),
+        ('select("{button}", "nope")', "not a drop-down list"),
+        ('goto("https://example.com/")', "only this task's own site is reachable"),
+        ('press("NoSuchKey")', "Unknown key"),
+        ('fill("{button}")', "missing ['text']"),
+    ],
+)
+def test_failed_actions_explain_themselves_and_leave_the_page_usable(env, action, message):
+    obs, _ = env.reset(options={"task_id": "miniwob/click-test/0"})
+    button = ref_of(obs, "button", "Click Me!")
+    obs, reward, terminated, truncated, info = env.step(action.format(button=button) + f'\nclick("{button}")')
+    assert message in obs and "Skipped after the error." in obs
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    assert info["signals"]["format_ok"] is True and info["signals"]["actions_ok"] is False
+    assert PageView.parse(obs).find("button", "Click Me!") is not None  # the page is still shown
+    assert env.step(f'click("{button}")')[1] == 1.0
+
+
+def test_text_without_an_action_or_with_a_broken_one_says_how_to_act(env):
+    env.reset(options={"task_id": "miniwob/click-test/0"})
+    obs, reward, *_, info = env.step("I think I should click the button.")
+    assert (
+        obs.startswith("No action found") and 'click("e5")' in obs and info["signals"]["format_ok"] is False
+    )
+    obs, *_ = env.step('click("e5"')
+    assert obs.startswith('Invalid action: click("e5": not a valid call')
+
+
+def test_native_tool_calls_get_tool_messages_and_the_page(env):
+    obs, _ = env.reset(options={"task_id": "miniwob/enter-text/0"})
+    word = re.search(r'"(\w+)"', PageView.parse(obs).goal).group(1)
+    box = ref_of(obs, "textbox")
+    calls = (
+        ToolCall("fill", {"ref": box, "text": word}, "c1"),
+        ToolCall("click", {"ref": ref_of(obs, "button", "Submit")}, "c2"),
+    )
+    obs, reward, terminated, _, info = env.step(Action("", calls))
+    assert reward == 1.0 and terminated
+    messages = info["messages"]
+    assert [(m.role, m.tool_call_id) for m in messages] == [("tool", "c1"), ("tool", "c2")]
+    assert messages[0].content == f"Filled {box}." and "Page:" in messages[1].content
+
+
+def test_answer_ends_the_episode_and_is_judged_by_the_app(env):
+    env.reset(options={"task_id": "shop/3"})  # which product of a category is rated best
+    obs, reward, terminated, _, info = env.step('answer("Blue Kite")')
+    assert terminated and reward == 0.0 and "wrong answer" in obs
+    env.reset(options={"task_id": "shop/3"})
+    best = env.unwrapped.task.gold["answer"]
+    assert env.step(f'answer("{best.lower()}!")')[1] == 1.0
+
+
+def test_a_dialog_is_accepted_and_reported(env):
+    """Deleting an e-mail asks `confirm()`; the env accepts it and tells the agent."""
+    obs, info = env.reset(options={"task_id": "mail/2"})  # delete every e-mail from one sender
+    sender = info["task"].gold["sender"]
+    row = next(row for row in PageView.parse(obs).find_all("row") if row.find("cell", sender))
+    obs, *_ = env.step(f'click("{row.find("link").ref}")')
+    obs, *_ = env.step(f'click("{ref_of(obs, "button", "Delete")}")')
+    assert "A confirm dialog said 'Move this e-mail to the trash?'; it was accepted." in obs
+    assert PageView.parse(obs).path == "/mail/?notice=Moved+to+the+trash."
+
+
+def test_screenshot_and_set_of_marks_come_in_info():
+    env = gym.make("gfcr/Browser-v0", dataset="click-test", num_seeds=1, set_of_marks=True)
+    try:
+        _, info = env.reset(seed=0)
+        marked = info["screenshot"]
+        env.unwrapped.set_of_marks = False
+        _, info = env.reset(seed=0)
+        plain = info["screenshot"]
+        assert marked.startswith(b"\x89PNG") and plain.startswith(b"\x89PNG") and marked != plain
+        assert "screenshot" in env.step('click("e5")')[4]
+    finally:
+        env.close()
+
+
+def test_miniwob_time_limit_ends_the_episode_with_a_failure():
+    env = gym.make("gfcr/Browser-v0", dataset="click-test", num_seeds=1, miniwob_time_limit_s=0.3)
+    try:
+        env.reset(seed=0)
+        obs, reward, terminated, _, info = env.step("noop(600)")
+        assert terminated and reward == 0.0 and info["signals"]["raw_reward"] == -1.0 and "timed out" in obs
+    finally:
+        env.close()
+
+
+def test_the_oracle_reads_refs_off_the_latest_page(env):
+    obs, info = env.reset(options={"task_id": "miniwob/click-test/4"})
+    action = BrowserEnv.oracle(info["task"], info["messages"])
+    assert action == f'click("{ref_of(obs, "button", "Click Me!")}")'

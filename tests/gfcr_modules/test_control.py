@@ -1,0 +1,229 @@
+"""Control: posterior formulas against independent computations, selectors, dynamic sampling,
+budgets, early stopping, and the controller driving the real runner."""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+import pytest
+from gfcr.agents import EpisodeSpec, Runner, RunnerConfig
+from gfcr.agents.base import Completion
+from gfcr.agents.env_host import EnvConfig
+from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.tasks import TaskSource
+
+from gfcr.control import (
+    BudgetScheduler,
+    ControlConfig,
+    DynamicSampling,
+    EarlyStopping,
+    GresoSelector,
+    OffPolicyMix,
+    PromptHistory,
+    RolloutController,
+    ThompsonSelector,
+    UniformSelector,
+    VarianceSelector,
+    beta_moment,
+    is_informative,
+    p_informative,
+)
+from gfcr.core import Action, Task
+from gfcr.errors import ConfigError
+from gfcr.synthetic import BernoulliPrompts
+
+
+def beta_pdf_grid(a: float, b: float, points: int = 200_001) -> tuple[np.ndarray, np.ndarray]:
+    p = np.linspace(0.0, 1.0, points)[1:-1]
+    log_norm = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+    return p, np.exp(log_norm + (a - 1) * np.log(p) + (b - 1) * np.log1p(-p))
+
+
+@pytest.mark.parametrize(("a", "b", "n"), [(1.0, 1.0, 2), (3.0, 5.0, 8), (0.7, 2.5, 4), (20.0, 1.0, 6)])
+def test_beta_formulas_match_numerical_integration(a, b, n):
+    p, pdf = beta_pdf_grid(a, b)
+    dp = p[1] - p[0]
+    assert beta_moment(a, b, n) == pytest.approx(float(np.sum(p**n * pdf) * dp), rel=2e-3)
+    informative = float(np.sum((1 - p**n - (1 - p) ** n) * pdf) * dp)
+    assert p_informative(a, b, n) == pytest.approx(informative, rel=2e-3, abs=1e-4)
+
+
+def test_p_informative_matches_simulation_of_groups():
+    rng = np.random.default_rng(0)
+    p = rng.beta(2.0, 3.0, size=200_000)
+    groups = rng.random((200_000, 5)) < p[:, None]
+    simulated = np.mean(groups.any(axis=1) & ~groups.all(axis=1))
+    assert p_informative(2.0, 3.0, 5) == pytest.approx(simulated, abs=0.005)
+
+
+def test_history_counts_streaks_lengths_and_decays_toward_the_prior():
+    h = PromptHistory(decay=0.5)
+    h.update("q", [1.0, 1.0], lengths=[10, 30])
+    h.update("q", [1.0, 1.0, 1.0, 1.0], lengths=[20, 20, 20, 20])
+    s = h.get("q")
+    assert (s.alpha, s.beta) == (1 + 0.5 * 2 + 4, 1.0)
+    assert s.zero_variance_streak == 2 and s.best_length == 10 and s.mean_length == pytest.approx(20.0)
+    h.update("q", [0.0, 1.0])
+    assert h.get("q").zero_variance_streak == 0
+    with pytest.raises(ConfigError):
+        PromptHistory(decay=0.0)
+
+
+def informed_history(env: BernoulliPrompts, rounds: int, seed: int = 1) -> PromptHistory:
+    history = PromptHistory()
+    rng = np.random.default_rng(seed)
+    for task_id, p in env.probs.items():
+        for _ in range(rounds):
+            history.update(task_id, list((rng.random(8) < p).astype(float)))
+    return history
+
+
+def test_informed_selectors_pick_more_informative_prompts_than_uniform():
+    probs = [0.0] * 40 + [1.0] * 40 + [0.5] * 20
+    env = BernoulliPrompts(probs)
+    history = informed_history(env, rounds=2)
+    rng = np.random.default_rng(0)
+
+    def share(selector) -> float:
+        chosen = selector.select(env.task_ids, 20, history, rng)
+        return sum(env.probs[t] == 0.5 for t in chosen) / 20
+
+    assert share(UniformSelector()) < 0.4
+    assert share(ThompsonSelector(group_size=8)) >= 0.9
+    assert share(VarianceSelector()) >= 0.9
+    assert share(GresoSelector(p_easy=0.1, p_hard=0.1)) >= 0.8
+
+
+def test_greso_adapts_its_skip_probabilities_toward_the_target():
+    env = BernoulliPrompts([0.0] * 50 + [0.5] * 50)
+    history = informed_history(env, rounds=1)
+    selector = GresoSelector(p_hard=0.5, p_easy=0.5, target_zero_share=0.0)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        chosen = selector.select(env.task_ids, 30, history, rng)
+        for task_id in chosen:
+            history.update(task_id, [t.total_reward for t in env.run({task_id: 8})])
+    assert selector.p_hard < 0.5  # it kept meeting all-wrong groups, so it skips them more
+
+
+def test_dynamic_sampling_delivers_no_zero_variance_group_and_refills():
+    env = BernoulliPrompts([0.0] * 30 + [1.0] * 30 + [0.5] * 30, seed=3)
+    batch = DynamicSampling(num_groups=16, group_size=8, max_rounds=20).collect(
+        env.run, env.task_ids, PromptHistory(), np.random.default_rng(0)
+    )
+    assert len(batch.groups) == 16 and batch.rounds > 1 and batch.dropped > 0
+    assert all(is_informative([t.total_reward for t in g]) and len(g) == 8 for g in batch.groups.values())
+    assert batch.samples == env.samples
+    plain = DynamicSampling(num_groups=16, oversample=1.0, filter_groups=False).collect(
+        env.run, env.task_ids, PromptHistory(), np.random.default_rng(0)
+    )
+    assert plain.rounds == 1 and any(
+        not is_informative([t.total_reward for t in g]) for g in plain.groups.values()
+    )
+
+
+def test_budget_scheduler_respects_sample_and_token_budgets_and_favours_uncertainty():
+    history = PromptHistory()
+    for _ in range(4):
+        history.update("solved", [1.0] * 8, lengths=[100] * 8)
+        history.update("hopeless", [0.0] * 8, lengths=[1000] * 8)
+    history.update("open", [1.0, 0.0], lengths=[100, 100])
+    tasks = ["solved", "hopeless", "open", "new"]
+    scheduler = BudgetScheduler(min_samples=2, max_samples=12)
+    counts = scheduler.allocate(tasks, history, samples=30)
+    assert sum(counts.values()) <= 30 and all(v == 0 or 2 <= v <= 12 for v in counts.values())
+    assert counts["open"] >= counts["solved"] and counts["new"] >= counts["hopeless"]
+    by_tokens = scheduler.allocate(tasks, history, tokens=3000)
+    spent = sum(n * (history.get(t).mean_length or 512.0) for t, n in by_tokens.items())
+    assert spent <= 3000 and by_tokens["hopeless"] == 0
+    with pytest.raises(ConfigError, match="exactly one budget"):
+        scheduler.allocate(tasks, history)
+
+
+def test_early_stopping_saves_samples_and_keeps_the_decisions():
+    probs = [0.0] * 40 + [1.0] * 40 + [0.5] * 20
+    env = BernoulliPrompts(probs, seed=5)
+    history = informed_history(env, rounds=8)  # 64 equal outcomes: strong evidence
+    batch = EarlyStopping(group_size=8, wave=2, confidence=0.9).collect(env.run, env.task_ids, history)
+    assert batch.samples < 0.5 * 8 * len(probs)  # most zero-variance prompts stop after a wave
+    stopped_p = {env.probs[t] for t in batch.stopped}
+    assert stopped_p <= {0.0, 1.0}  # only prompts that truly give zero-variance groups stop
+    kept_p = {env.probs[t] for t in batch.groups}
+    assert kept_p == {0.5} and len(batch.groups) >= 18  # informative prompts ran full groups
+    assert all(len(g) == 8 for g in batch.groups.values())
+
+
+def test_off_policy_mix_ratio():
+    assert OffPolicyMix(0.5).replay_count(8) == 8 and OffPolicyMix(0.0).replay_count(8) == 0
+    with pytest.raises(ConfigError):
+        OffPolicyMix(1.0)
+
+
+class CountEnv(TextEnv):
+    """Task `n-<k>`: answer "done" after k turns for reward 1; any other action is a step on."""
+
+    signal_defaults: ClassVar[dict[str, float | bool]] = {"format_ok": False, "on_track": True}
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        tasks = [Task(f"n-{k}", f"Say go {k} times, then done.", gold=k) for k in range(1, 6)]
+        super().__init__(TaskSource.from_tasks("count", tasks), max_turns=10, render_mode=render_mode)
+
+    def respond(self, action: Action) -> Outcome:
+        if action.text == "done":
+            correct = self.turn == self.task.gold + 1
+            return Outcome("ok", 1.0 if correct else 0.0, terminated=True, signals={"format_ok": True})
+        return Outcome("go on", signals={"format_ok": True, "on_track": action.text == "go"})
+
+
+class GoPolicy:
+    """Says "go" (or "stray" when the seed is odd) until its task's count, then "done"."""
+
+    name, version = "test:go", "1"
+
+    def generate(self, requests):
+        out = []
+        for r in requests:
+            turns = sum(m.role == "assistant" for m in r.messages)
+            word = "stray" if (r.sampling.seed or 0) % 2 else "go"
+            out.append(Completion("done" if turns >= r.task.gold else word))
+        return out
+
+
+def count_specs() -> list[EpisodeSpec]:
+    config = EnvConfig("test/GfcrCount-v0", {}, CountEnv)
+    return [EpisodeSpec(config, f"n-{k}", seed=0) for k in range(1, 6)]
+
+
+def test_controller_schedules_groups_stops_failed_prefixes_and_branches_in_the_runner():
+    config = ControlConfig(
+        num_prompts=3, group_size=2, prefix_signal="on_track", prefix_threshold=1.0, branch_at={1: 1}, seed=0
+    )
+    controller = RolloutController(config)
+    result = Runner(GoPolicy(), RunnerConfig(concurrency=4), controller=controller).run(count_specs())
+    roots = [t for t in result.trajectories if "." not in t.id]
+    assert len({t.task_id for t in roots}) == 3 and len(roots) == 6
+    # seeds are seed + sample: sample 1 (odd seed) strays at turn 1 and is stopped there
+    for trajectory in roots:
+        strays = trajectory.steps[0].action == "stray"
+        if strays:
+            assert len(trajectory.steps) == 1 and trajectory.steps[-1].truncated
+    branches = [t for t in result.trajectories if "." in t.id]
+    on_track_multi = [t for t in roots if t.steps[0].action == "go" and t.task_id != "n-1"]
+    assert len(branches) == len(on_track_multi) > 0  # one copy after turn 1 of each live, on-track episode
+    assert all(b.total_reward == 1.0 for b in branches)
+    controller.observe(result.trajectories)
+    assert sum(s.groups for s in controller.history.stats.values()) == 3
+    # a second run draws fresh seeds
+    again = controller.schedule(count_specs())
+    assert {s.seed for s in again}.isdisjoint({0, 1})
+
+
+def test_control_config_is_validated():
+    with pytest.raises(ConfigError, match="not both"):
+        ControlConfig(sample_budget=10, token_budget=10)
+    with pytest.raises(ConfigError):
+        ControlConfig(branch_at={0: 2})
+    with pytest.raises(ConfigError):
+        ControlConfig(length_factor=2.0)

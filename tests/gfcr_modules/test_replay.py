@@ -1,0 +1,133 @@
+"""Replay: store and retrieve rules, eviction, AR3PO rescue, the runner hook, and durability
+across a process killed with SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from gfcr.agents import OraclePolicy, Runner, episodes_for_env
+
+from gfcr.core import Provenance, Step, TokenData, Trajectory
+from gfcr.errors import ConfigError, UnknownNameError
+from gfcr.replay import ReplayBuffer, ReplayConfig
+
+
+def attempt(task: str, answer: str, reward: float, version: str = "1") -> Trajectory:
+    t = Trajectory(
+        "e",
+        task,
+        "?",
+        [Step(answer, "", reward, True, False, {"correct": reward >= 1})],
+        provenance=Provenance("p", version),
+    )
+    t.tokens = TokenData([1, 2], [3, 4], [1, 1], [-0.5, -0.25])
+    return t
+
+
+def test_store_keeps_provenance_and_old_logprobs(tmp_path: Path):
+    buffer = ReplayBuffer(tmp_path / "replay.db")
+    original = attempt("q", "42", 1.0, version="7")
+    buffer.store(original)
+    (back,) = buffer.sample("q", 5, "recent")
+    assert (
+        back == original and back.tokens.logprobs == [-0.5, -0.25] and back.provenance.policy_version == "7"
+    )
+    buffer.store(original)  # storing the same id again replaces it
+    assert len(buffer) == 1
+
+
+def test_store_and_sample_rules(tmp_path: Path):
+    buffer = ReplayBuffer(ReplayConfig(url=str(tmp_path / "r.db"), store_rule="correct"))
+    kept = buffer.store_many(
+        [
+            attempt("q", "a b c", 1.0),
+            attempt("q", "wrong", 0.0),
+            attempt("q", "a b d", 1.0),
+            attempt("q", "x y z", 1.0),
+        ]
+    )
+    assert kept == 3 and buffer.task_ids(passed=True) == ["q"]
+    assert [t.total_reward for t in buffer.sample("q", 10, "recent")] == [1.0] * 3
+    diverse = buffer.sample("q", 2, "diverse")
+    words = [set(t.steps[0].action.split()) for t in diverse]
+    assert not words[0] & words[1]  # the two most different answers
+    with pytest.raises(UnknownNameError):
+        buffer.sample("q", 1, "best")
+    failed = attempt("q", "crash", 1.0)
+    failed.status = "failed"
+    assert buffer.store_many([failed]) == 0
+
+
+def test_eviction_by_staleness_age_and_capacity(tmp_path: Path):
+    buffer = ReplayBuffer(
+        ReplayConfig(url=str(tmp_path / "r.db"), max_staleness=2, max_age_s=100.0, max_per_task=2)
+    )
+    buffer.store_many([attempt("q", str(v), 1.0, version=str(v)) for v in range(6)])
+    buffer.store(attempt("other", "1", 1.0, version="latest"))  # not a number: never stale
+    removed = buffer.evict(current_version=5)
+    assert removed == 4  # versions 0, 1, 2 are more than 2 behind 5; then q keeps its newest 2
+    assert len(buffer.sample("q", 10, "recent")) == 2 and len(buffer) == 3
+    assert buffer.evict(now=time.time() + 1000) == 3
+    with pytest.raises(ConfigError):
+        ReplayConfig(max_per_task=-1)
+
+
+def test_rescue_injects_a_cached_correct_response_only_into_all_wrong_groups(tmp_path: Path):
+    buffer = ReplayBuffer(tmp_path / "r.db")
+    wrong = [attempt("q", "1", 0.0, version="9") for _ in range(4)]
+    assert buffer.rescue(wrong) == (wrong, False)  # nothing cached yet
+    buffer.store(attempt("q", "42", 1.0, version="3"))
+    group, rescued = buffer.rescue(wrong)
+    assert rescued and len(group) == 4 and group[:3] == wrong[:3]
+    assert group[-1].total_reward == 1.0 and group[-1].signals["replayed"] is True
+    assert group[-1].provenance.policy_version == "3"
+    mixed = [*wrong[:3], attempt("q", "42", 1.0)]
+    assert buffer.rescue(mixed) == (mixed, False)
+
+
+def test_runner_stores_every_finished_trajectory(tmp_path: Path):
+    buffer = ReplayBuffer(tmp_path / "r.db")
+    result = Runner(OraclePolicy(), replay=buffer).run(
+        episodes_for_env("gfcr/Math-v0", 4, kwargs={"split": "AIME2024"})
+    )
+    assert len(buffer) == 4
+    assert {t.task_id for t in result.trajectories} == set(buffer.task_ids(passed=True))
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from gfcr.core import Step, Trajectory
+    from gfcr.replay import ReplayBuffer
+    buffer = ReplayBuffer(sys.argv[1])
+    i = 0
+    while True:
+        t = Trajectory("e", f"q{i % 7}", "?", [Step("x" * 2000, "", 1.0, True, False)], id=f"t{i}")
+        buffer.store(t)
+        print(t.id, flush=True)  # printed only after the commit returned
+        i += 1
+    """
+)
+
+
+def test_a_process_killed_mid_write_loses_nothing_it_committed(tmp_path: Path):
+    db = tmp_path / "replay.db"
+    process = subprocess.Popen([sys.executable, "-c", WRITER, str(db)], stdout=subprocess.PIPE, text=True)
+    committed = []
+    assert process.stdout is not None
+    while len(committed) < 150:
+        committed.append(process.stdout.readline().strip())
+    os.kill(process.pid, signal.SIGKILL)
+    committed += [line.strip() for line in process.stdout if line.strip()]  # printed before the kill
+    process.wait()
+    assert process.returncode == -signal.SIGKILL
+    buffer = ReplayBuffer(db)
+    stored = {t.id for task in buffer.task_ids() for t in buffer.sample(task, 10_000, "recent")}
+    assert set(committed) <= stored and len(stored) - len(committed) <= 1
