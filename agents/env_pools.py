@@ -93,7 +93,9 @@ class ThreadEnvPool:
             wait_s = started[0] + self._timeout_s - time.monotonic() if started else self._timeout_s
             if wait_s <= 0:
                 logger.warning(
-                    "env call of episode %s hung past %.1f s; its thread is abandoned", episode, self._timeout_s
+                    "env call of episode %s hung past %.1f s; its thread is abandoned",
+                    episode,
+                    self._timeout_s,
                 )
                 self._executor.abandon()
                 raise EpisodeError("env timeout", f"{function.__name__} took over {self._timeout_s} s")

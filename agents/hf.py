@@ -1,7 +1,9 @@
 """`hf:PATH`: a local model through transformers and torch, batched, with token ids and logprobs.
 
 Requests are expanded to one row per sample (`n`), grouped by their sampling settings and
-generated in left-padded batches of at most `max_batch_size` rows. Log-probabilities are those of
+generated in left-padded batches of similar prompt lengths, at most `max_batch_size` rows and
+`max_batch_tokens` padded prompt tokens each (one long prompt does not pad the whole batch to its
+length). Log-probabilities are those of
 the model's raw logits (before temperature and top-p), as vLLM reports them by default. The
 device is chosen automatically (CUDA, then Apple MPS, then CPU) unless given.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,13 +48,23 @@ class HFPolicy(ChatTokens):
     True
     """
 
-    def __init__(self, path: str | Path, *, device: str | None = None, max_batch_size: int = 64) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        device: str | None = None,
+        max_batch_size: int = 64,
+        max_batch_tokens: int = 65_536,
+    ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
-        if max_batch_size < 1:
-            raise ConfigError(f"max_batch_size must be >= 1, got {max_batch_size}")
+        if max_batch_size < 1 or max_batch_tokens < 1:
+            raise ConfigError(
+                "max_batch_size and max_batch_tokens must be >= 1, "
+                f"got {max_batch_size} and {max_batch_tokens}"
+            )
         hf_logging.disable_progress_bar()
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(path), padding_side="left")
@@ -66,6 +78,7 @@ class HFPolicy(ChatTokens):
         self.device = device or _auto_device(torch)
         self.model.to(self.device).eval()  # type: ignore[arg-type]  # transformers' stubs
         self.max_batch_size = max_batch_size
+        self.max_batch_tokens = max_batch_tokens
         self.chat = load_chat_encoder(str(path), self.tokenizer)
         self.end_ids = sorted(self.chat.end_ids)
         self.pad_id = (
@@ -91,8 +104,8 @@ class HFPolicy(ChatTokens):
             s = row.sampling
             groups.setdefault((s.temperature, s.top_p, s.stop), []).append(index)
         for indices in groups.values():
-            for start in range(0, len(indices), self.max_batch_size):
-                chunk = indices[start : start + self.max_batch_size]
+            by_length = sorted(indices, key=lambda i: len(rows[i].prompt_ids))
+            for chunk in _chunks(by_length, rows, self.max_batch_size, self.max_batch_tokens):
                 for index, completion in zip(
                     chunk, self._generate_rows([rows[i] for i in chunk]), strict=True
                 ):
@@ -168,6 +181,20 @@ class HFPolicy(ChatTokens):
             if stop and _ends_with_stop(ids[: k + 1], stop, self.chat.decode):
                 return ids[: k + 1], "stop"
         return ids[:budget], "length"
+
+
+def _chunks(indices: list[int], rows: list[_Row], max_rows: int, max_tokens: int) -> Iterator[list[int]]:
+    """`indices`, sorted by prompt length, cut into batches of at most `max_rows` rows and
+    `max_tokens` padded prompt tokens (a prompt longer than that goes alone)."""
+    chunk: list[int] = []
+    for i in indices:
+        width = len(rows[i].prompt_ids)  # the longest so far: they come shortest first
+        if chunk and (len(chunk) == max_rows or (len(chunk) + 1) * width > max_tokens):
+            yield chunk
+            chunk = []
+        chunk.append(i)
+    if chunk:
+        yield chunk
 
 
 def _ends_with_stop(ids: Sequence[int], stop: tuple[str, ...], decode: Decode) -> bool:

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     JSON,
@@ -39,6 +40,7 @@ from sqlalchemy import (
     func,
     select,
 )
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
 from gfcr.core import Trajectory
@@ -46,6 +48,7 @@ from gfcr.errors import ConfigError, StorageError, UnknownNameError
 from gfcr.filter.signals import response_length
 from gfcr.storage import open_database
 
+T = TypeVar("T")
 STORE_RULES = ("all", "correct")
 SAMPLE_RULES = ("correct", "recent", "diverse")
 DIVERSE_POOL = 256  # newest correct candidates a diverse sample chooses among
@@ -122,7 +125,7 @@ class ReplayBuffer:
         rows = [self._row(t) for t in trajectories if self._keeps(t)]
         if rows:
 
-            def replace(conn) -> None:  # noqa: ANN001 (storing an id again replaces it, on any backend)
+            def replace(conn: Connection) -> None:  # storing an id again replaces it, on any backend
                 conn.execute(delete(table).where(table.c.id.in_([row["id"] for row in rows])))
                 conn.execute(table.insert(), rows)
 
@@ -137,7 +140,7 @@ class ReplayBuffer:
     def _passed(self, trajectory: Trajectory) -> bool:
         return trajectory.total_reward >= self.config.success_at - 1e-9
 
-    def _row(self, trajectory: Trajectory) -> dict:
+    def _row(self, trajectory: Trajectory) -> dict[str, Any]:
         version = trajectory.provenance.policy_version
         return {
             "id": trajectory.id,
@@ -210,7 +213,7 @@ class ReplayBuffer:
         if config.max_age_s is not None:
             conditions.append(table.c.stored_at < now - config.max_age_s)
 
-        def run(conn) -> int:  # noqa: ANN001
+        def run(conn: Connection) -> int:
             removed = sum(conn.execute(delete(table).where(c)).rowcount for c in conditions)
             if config.max_per_task is not None:
                 rank = func.row_number().over(
@@ -226,14 +229,14 @@ class ReplayBuffer:
     def close(self) -> None:
         self.engine.dispose()
 
-    def _write(self, work):  # noqa: ANN001, ANN202
+    def _write(self, work: Callable[[Connection], T]) -> T:
         try:
             with self.engine.begin() as conn:
                 return work(conn)
         except SQLAlchemyError as e:
             raise StorageError(f"replay buffer {self.config.url!r}: write failed: {e}") from e
 
-    def _read(self, work):  # noqa: ANN001, ANN202
+    def _read(self, work: Callable[[Connection], T]) -> T:
         try:
             with self.engine.connect() as conn:
                 return work(conn)

@@ -5,11 +5,13 @@ from gfcr.envs.code.env import CodeEnv
 from gfcr.envs.code.extract import extract_code
 from gfcr.envs.code.grading import Verdict, grade
 from gfcr.envs.code.interactive import CodeInteractiveEnv
+from gfcr.envs.code.verifier import CodeVerifier
 
 __all__ = [
     "CodeEnv",
     "CodeInteractiveEnv",
     "CodeTests",
+    "CodeVerifier",
     "IOCase",
     "Verdict",
     "extract_code",

@@ -29,6 +29,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from gfcr.core.python_ast import AST_LOCK, parse_python
 from gfcr.envs.tasks import TaskSource
 
 from gfcr.core import Task
@@ -78,9 +79,11 @@ def load_source(dataset: str, **options: Any) -> TaskSource:
     raise UnknownNameError("code dataset", dataset, DATASETS, hint="or give the path of a .jsonl file")
 
 
+@cache
 def humaneval_source() -> TaskSource:
-    """The 164 HumanEval problems, ids `humaneval/0` … `humaneval/163`."""
-    return TaskSource.from_tasks("humaneval", [_humaneval_task(row) for row in _humaneval_rows()])
+    """The 164 HumanEval problems, ids `humaneval/0` … `humaneval/163` (built once, under the AST lock)."""
+    with AST_LOCK:  # the tests are parsed by the judge's own `ast.parse`
+        return TaskSource.from_tasks("humaneval", [_humaneval_task(row) for row in _humaneval_rows()])
 
 
 @cache
@@ -122,7 +125,7 @@ def doctest_check(source: str, entry_point: str) -> str:
     lines = []
     for example in doctest.DocTestParser().get_examples(source):
         try:  # parse and unparse: drops comments, checks that it is one expression
-            expression = ast.unparse(ast.parse(example.source.strip(), mode="eval"))
+            expression = ast.unparse(parse_python(example.source.strip(), mode="eval"))
         except SyntaxError:
             continue
         shown_lines = []
@@ -212,7 +215,7 @@ def _cases(value: Any, where: str, name: str) -> tuple[IOCase, ...]:
 
 def _is_python(text: str) -> bool:
     try:
-        ast.parse(text)
+        parse_python(text)
     except SyntaxError:
         return False
     return True

@@ -17,10 +17,10 @@ from typing import Any, ClassVar
 
 from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.code.data import load_source
-from gfcr.envs.code.extract import compiles, extract_code
-from gfcr.envs.code.grading import DEFAULT_LIMITS, Verdict, code_sandbox, grade
+from gfcr.envs.code.grading import DEFAULT_LIMITS
+from gfcr.envs.code.verifier import CodeVerifier, code_signals
 from gfcr.envs.tasks import TaskSource
-from gfcr.sandboxes import STATUSES, Limits, Sandbox
+from gfcr.sandboxes import Limits, Sandbox
 
 from gfcr.core import Action, Message, Task
 from gfcr.errors import GfcrError, SandboxError
@@ -34,12 +34,6 @@ IO_INSTRUCTIONS = (
     "{prompt}\n\nWrite a complete Python program that reads standard input and writes standard output. "
     "Reply with the program in a ```python code block."
 )
-NO_PROGRAM = "No program found. Reply with your solution in a ```python code block."
-
-
-def status_signals(status: str | None) -> dict[str, bool]:
-    """One flag per sandbox status, set for `status` (none set for None)."""
-    return {f"status_{name}": name == status for name in STATUSES}
 
 
 class CodeEnv(TextEnv):
@@ -55,12 +49,7 @@ class CodeEnv(TextEnv):
     (1.0, True)
     """
 
-    signal_defaults: ClassVar[dict[str, float | bool]] = {
-        "format_ok": False,
-        "passed": False,
-        "pass_fraction": 0.0,
-        **status_signals(None),
-    }
+    signal_defaults: ClassVar[dict[str, float | bool]] = code_signals(None, format_ok=False)
 
     def __init__(
         self,
@@ -87,14 +76,12 @@ class CodeEnv(TextEnv):
             render_mode=render_mode,
         )
         self.limits: Limits = replace(DEFAULT_LIMITS, wall_s=timeout_s, cpu_s=timeout_s, memory_mb=memory_mb)
-        self._sandbox = sandbox
+        self.verifier = CodeVerifier(sandbox, self.limits)
 
     @property
     def sandbox(self) -> Sandbox:
         """The sandbox that grades (the shared one is made on first use, not when the env is)."""
-        if isinstance(self._sandbox, str):
-            self._sandbox = code_sandbox(self._sandbox)
-        return self._sandbox
+        return self.verifier.grader()
 
     def render_prompt(self, task: Task) -> str:
         if task.gold.kind == "function" and task.gold.starter:
@@ -107,23 +94,12 @@ class CodeEnv(TextEnv):
     def judge(self, text: str) -> Outcome:
         """Grade the program in `text` on the hidden tests; the episode's final outcome."""
         assert self.task is not None  # step() checks reset() was called
-        code = extract_code(text)
-        if code is None:
-            return Outcome(NO_PROGRAM, terminated=True)
-        if not compiles(code):
-            signals = {"format_ok": False, **status_signals("error")}
-            return Outcome("Your program has a syntax error; no test ran.", terminated=True, signals=signals)
         try:
-            verdict = grade(self.sandbox, self.task.gold, code, limits=self.limits)
+            verdict, feedback = self.verifier.review(self.task, text)
         except SandboxError as e:  # the sandbox, not the agent, failed: no verdict
             logger.warning("grading %s failed: %s", self.task.id, e)
             return Outcome(f"The sandbox failed ({e}); this episode has no verdict.", truncated=True)
-        return Outcome(
-            _summary(verdict, "hidden"),
-            reward=1.0 if verdict.all_passed else 0.0,
-            terminated=True,
-            signals=_signals(verdict),
-        )
+        return Outcome(feedback, reward=verdict.reward, terminated=True, signals=verdict.signals)
 
     @classmethod
     def oracle(cls, task: Task, messages: Sequence[Message]) -> str:
@@ -137,19 +113,3 @@ def _reference(task: Task) -> str:
             f"task {task.id!r} has no reference solution; add a 'solution' field to use the oracle"
         )
     return solution if solution.endswith("\n") else solution + "\n"
-
-
-def _signals(verdict: Verdict) -> dict[str, float | bool]:
-    return {
-        "format_ok": True,
-        "passed": verdict.all_passed,
-        "pass_fraction": verdict.fraction,
-        **status_signals(verdict.status),
-    }
-
-
-def _summary(verdict: Verdict, kind: str) -> str:
-    text = f"{verdict.passed}/{verdict.total} {kind} tests passed."
-    if verdict.status != "ok":
-        text += f" The grading run ended with status {verdict.status}."
-    return text

@@ -3,8 +3,8 @@ reply itself when it is Python code."""
 
 from __future__ import annotations
 
-import ast
 import re
+from gfcr.core.python_ast import parse_python
 
 _FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PYTHON = {"python", "py", "python3", "py3", ""}
@@ -35,7 +35,7 @@ def extract_code(text: str) -> str | None:
 def compiles(code: str) -> bool:
     """Whether `code` is syntactically valid Python."""
     try:
-        ast.parse(code)
+        parse_python(code)
     except (SyntaxError, ValueError):  # ValueError: null bytes
         return False
     return True

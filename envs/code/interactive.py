@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from gfcr.envs.base import Outcome
-from gfcr.envs.code.env import CodeEnv, _reference, _summary
+from gfcr.envs.code.env import CodeEnv, _reference
 from gfcr.envs.code.extract import extract_code
 from gfcr.envs.code.grading import grade
+from gfcr.envs.code.verifier import summary
 from gfcr.sandboxes import Session
 from gfcr.sandboxes.tools import format_result
 
@@ -100,7 +101,7 @@ class CodeInteractiveEnv(CodeEnv):
             raise ToolError(f"run_tests: the sandbox failed: {e}") from e
         if verdict.total == 0:
             return "This task has no visible tests."
-        lines = [_summary(verdict, "visible"), *verdict.failures[:10]]
+        lines = [summary(verdict, "visible"), *verdict.failures[:10]]
         if verdict.stderr and not verdict.all_passed:
             lines.append("[stderr]\n" + verdict.stderr[-1500:])
         return "\n".join(lines)

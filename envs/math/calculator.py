@@ -15,6 +15,7 @@ from typing import Any
 
 import sympy
 
+from gfcr.core.python_ast import parse_python
 from gfcr.errors import ToolError
 
 MAX_EXPRESSION_CHARS = 500
@@ -56,7 +57,7 @@ def calculator(expression: str) -> str:
     if len(expression) > MAX_EXPRESSION_CHARS:
         raise ToolError(f"calculator: expression has {len(expression)} characters; the limit is {MAX_EXPRESSION_CHARS}")
     try:
-        tree = ast.parse(expression.replace("^", "**").strip(), mode="eval")
+        tree = parse_python(expression.replace("^", "**").strip(), mode="eval")
     except SyntaxError as e:
         raise ToolError(f"calculator: cannot parse {expression!r}: {e.msg}") from e
     try:

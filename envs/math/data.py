@@ -46,6 +46,7 @@ def load_source(dataset: str, *, split: str = "all", **options: Any) -> TaskSour
     )
 
 
+@cache  # each env of a vector or a runner shares the one (immutable) source
 def _mmath(split: str) -> TaskSource:
     splits = {s.lower(): s for s in MMATH_SPLITS}
     if split.lower() not in splits:
@@ -64,6 +65,7 @@ def _mmath(split: str) -> TaskSource:
     return TaskSource.from_tasks(f"mmath/{chosen}", tasks)
 
 
+@cache
 def _champ() -> TaskSource:
     problems = _read_package_json("champ_dataset", "dataset_files/v0.json", "champ-dataset")["problems"]
     tasks = [

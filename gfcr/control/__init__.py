@@ -13,7 +13,7 @@
 >>> ControlConfig(selector="thmpson")
 Traceback (most recent call last):
 ...
-gfcr.errors.UnknownNameError: unknown selector 'thmpson'; did you mean 'thompson'? Known: greso, thompson, uniform, vcrl
+gfcr.errors.UnknownNameError: unknown selector 'thmpson'; did you mean 'thompson'? Known: greso, ...
 """
 
 from gfcr.control.budget import BudgetScheduler

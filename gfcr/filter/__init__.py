@@ -4,7 +4,7 @@
   `SignalVerifier` reads the verdict an env already put in the last step's signals.
 - `Rubric`: weighted sums of verifiers, with gates (a failed format gate zeroes the reward);
   `GroupRubric`s score a whole group (`MajorityVote`, `LengthPenalty`).
-- `LLMJudge`: a verifier backed by any chat model, with a cache.
+- `LLMJudge`: a verifier backed by any chat model, policy or policy spec (`policy_chat`), with a cache.
 - `ProcessScorer` and `ProcessScoreHook`: step-level scores written into each step's signals
   through the runner's Filter hook.
 - Training signals: `group_advantages` (GRPO, Dr. GRPO, RLOO) and `overlong_penalty` (DAPO).
@@ -14,7 +14,7 @@
 [0.5, -0.5, -0.5, 0.5]
 """
 
-from gfcr.filter.judge import ChatModel, LLMJudge
+from gfcr.filter.judge import ChatModel, LLMJudge, policy_chat
 from gfcr.filter.process import ProcessScoreHook, ProcessScorer
 from gfcr.filter.rubric import GroupRubric, LengthPenalty, MajorityVote, Rubric
 from gfcr.filter.signals import ADVANTAGE_ESTIMATORS, group_advantages, overlong_penalty
@@ -35,4 +35,5 @@ __all__ = [
     "Verifier",
     "group_advantages",
     "overlong_penalty",
+    "policy_chat",
 ]

@@ -1,13 +1,10 @@
 """`LLMJudge`: a verifier backed by a language model, with a cache so a rerun asks nothing twice.
 
-The judge talks to a `ChatModel`: any callable from chat messages to the reply text. gfcr's
-modules know no policy class (policies live in `gfcr.agents`, which depends on this package),
-so a policy spec becomes a chat model in two lines at the call site:
+The judge talks to a `ChatModel`: any callable from chat messages to the reply text. It also
+takes a gfcr policy, or a policy spec (`"openai:MODEL@URL"`, `"hf:PATH"`, `"vllm:PATH"` …),
+which `policy_chat` turns into a chat model:
 
-    from gfcr.agents import Request, SamplingParams, make_policy
-    policy = make_policy("openai:judge@http://127.0.0.1:8000/v1")
-    chat = lambda messages: policy.generate([Request(tuple(messages), sampling=SamplingParams(temperature=0))])[0].text
-    judge = LLMJudge(chat)
+    judge = LLMJudge("openai:judge@http://127.0.0.1:8000/v1")
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ import re
 import threading
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from gfcr.core import Message, Task, Trajectory
 from gfcr.errors import ConfigError
@@ -26,7 +23,8 @@ from gfcr.filter.verifier import Verdict
 
 INSTRUCTIONS = (
     "You are a strict grader. Read the task, the reference answer if one is given, and the response. "
-    "Reason briefly, then end with one line `SCORE: x` where x is a number from 0 (wrong) to 1 (fully correct)."
+    "Reason briefly, then end with one line `SCORE: x` where x is a number from 0 (wrong) "
+    "to 1 (fully correct)."
 )
 _SCORE = re.compile(r"SCORE:\s*([01](?:\.\d+)?|\.\d+)", re.IGNORECASE)
 
@@ -37,11 +35,37 @@ class ChatModel(Protocol):
     def __call__(self, messages: Sequence[Message]) -> str: ...
 
 
+def policy_chat(policy: Any, *, temperature: float = 0.0, max_tokens: int = 1024) -> ChatModel:
+    """A chat model from a gfcr policy (an object with `generate`) or a policy spec.
+
+    Filter sits below `gfcr.agents`, which builds policies; like the envs that take a model
+    (LLM users), it imports it only here, when asked to.
+
+    >>> chat = policy_chat("scripted:random")
+    >>> isinstance(chat([Message("user", "Grade this.")]), str)
+    True
+    """
+    from gfcr.agents import Request, SamplingParams, make_policy
+
+    if isinstance(policy, str):
+        policy = make_policy(policy)
+    if not callable(getattr(policy, "generate", None)):
+        raise ConfigError(f"expected a policy spec or an object with generate(), got {policy!r}")
+    sampling = SamplingParams(temperature=temperature, max_tokens=max_tokens)
+
+    def chat(messages: Sequence[Message]) -> str:
+        return policy.generate([Request(tuple(messages), sampling=sampling)])[0].text
+
+    return chat
+
+
 @dataclass
 class LLMJudge:
     """Scores a trajectory's final response in [0, 1]; passes at `pass_at`.
 
-    `cache` maps a hash of the judge's prompt to its score; pass a persistent mapping (e.g.
+    `model` is a `ChatModel`, a policy or a policy spec (see `policy_chat`; greedy decoding).
+    `cache` maps a hash of the judge's prompt (and of the model's spec, or policy name and
+    version) to its score; pass a persistent mapping (e.g.
     `shelve.open(path)`) to keep scores across runs. A reply without a readable `SCORE:` line
     scores 0.0 with the signal `judge_unparsed`.
 
@@ -58,7 +82,7 @@ class LLMJudge:
     1
     """
 
-    model: ChatModel
+    model: ChatModel | Any  # a chat model, a policy, or a policy spec (str)
     instructions: str = INSTRUCTIONS
     include_gold: bool = True  # show the task's gold data as the reference answer
     pass_at: float = 0.5
@@ -67,16 +91,29 @@ class LLMJudge:
     def __post_init__(self) -> None:
         if not 0.0 <= self.pass_at <= 1.0:
             raise ConfigError(f"pass_at must be in [0, 1], got {self.pass_at}")
+        model = self.model
+        # Which model judged is part of a cache key: a shared cache never mixes two judges' scores.
+        self._identity = (
+            model
+            if isinstance(model, str)
+            else f"{getattr(model, 'name', '')}@{getattr(model, 'version', '')}"
+        )
+        if isinstance(model, str) or callable(getattr(model, "generate", None)):
+            model = policy_chat(model)
+        if not callable(model):
+            raise ConfigError(f"model must be a chat model, a policy or a policy spec, got {model!r}")
+        self._chat: ChatModel = model
         self._lock = threading.Lock()
 
     def verify(self, task: Task, trajectory: Trajectory) -> Verdict:
         messages = self.prompt(task, trajectory)
-        key = hashlib.sha256(json.dumps([m.to_dict() for m in messages]).encode()).hexdigest()
+        payload = [self._identity, [m.to_dict() for m in messages]]
+        key = hashlib.sha256(json.dumps(payload).encode()).hexdigest()
         with self._lock:
             cached = self.cache.get(key)
         if cached is not None:
             return self._verdict(cached)
-        scores = _SCORE.findall(self.model(messages))  # the last SCORE line counts
+        scores = _SCORE.findall(self._chat(messages))  # the last SCORE line counts
         if not scores:
             return Verdict(0.0, False, {"judge_score": 0.0, "judge_unparsed": True})
         score = min(1.0, float(scores[-1]))

@@ -37,7 +37,8 @@ class Rubric:
 
     >>> from gfcr.core import Step
     >>> from gfcr.filter import SignalVerifier
-    >>> t = Trajectory("e", "t", "?", [Step("x", "", 1.0, True, False, {"format_ok": False, "correct": True})])
+    >>> signals = {"format_ok": False, "correct": True}
+    >>> t = Trajectory("e", "t", "?", [Step("x", "", 1.0, True, False, signals)])
     >>> rubric = Rubric((Criterion("format", SignalVerifier("format_ok"), 0.0, gate=True),
     ...                  Criterion("correct", SignalVerifier("correct"), 1.0)))
     >>> rubric.verify(Task("t", "?"), t).reward

@@ -38,7 +38,8 @@ def expand_groups(specs: Sequence[S], counts: int | Mapping[str, int], *, seed: 
     ...     task_id: str
     ...     seed: int | None = None
     ...     sample: int = 0
-    >>> [(s.task_id, s.sample, s.seed) for s in expand_groups([Spec("a"), Spec("b")], {"a": 2, "b": 1}, seed=10)]
+    >>> specs = expand_groups([Spec("a"), Spec("b")], {"a": 2, "b": 1}, seed=10)
+    >>> [(s.task_id, s.sample, s.seed) for s in specs]
     [('a', 0, 10), ('a', 1, 11), ('b', 0, 10)]
     """
     templates: dict[str, S] = {}

@@ -72,7 +72,8 @@ def build_tree(
     ...     steps = [Step(a, "", 0.0, False, False) for a in actions]
     ...     steps[-1].reward = reward
     ...     return Trajectory("e", "t", "?", steps)
-    >>> root = build_tree([traj("a", "x", reward=1.0), traj("a", "y", reward=0.0), traj("b", "z", reward=0.0)])
+    >>> root = build_tree([traj("a", "x", reward=1.0), traj("a", "y", reward=0.0),
+    ...                    traj("b", "z", reward=0.0)])
     >>> root.value, root.children["a"].value, len(root.children["a"].children)
     (0.3333333333333333, 0.5, 2)
     """
@@ -102,7 +103,8 @@ def tree_advantages(
     ...     steps = [Step(a, "", 0.0, False, False) for a in actions]
     ...     steps[-1].reward = reward
     ...     return Trajectory("e", "t", "?", steps, id=tid)
-    >>> group = [traj("1", "a", "x", reward=1.0), traj("2", "a", "y", reward=0.0), traj("3", "b", "z", reward=0.0)]
+    >>> group = [traj("1", "a", "x", reward=1.0), traj("2", "a", "y", reward=0.0),
+    ...          traj("3", "b", "z", reward=0.0)]
     >>> {k: [round(x, 3) for x in v] for k, v in tree_advantages(group, "treerl").items()}
     {'1': [0.236, 1.167], '2': [0.236, -0.833], '3': [-0.667, -0.333]}
     """

@@ -10,13 +10,14 @@ extract skills from every successful trajectory).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 import bm25s
 import numpy as np
 from sqlalchemy import JSON, Column, Integer, MetaData, String, Table, Text, delete, select, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
 from gfcr.core import Trajectory
@@ -94,7 +95,7 @@ class SkillLibrary:
     def __len__(self) -> int:
         return len(self._skills)
 
-    def __iter__(self):  # -> Iterator[Skill]
+    def __iter__(self) -> Iterator[Skill]:
         return iter(list(self._skills.values()))
 
     def get(self, skill_id: str) -> Skill:
@@ -164,11 +165,11 @@ class SkillLibrary:
         ids = list(self._skills)
         documents = [_document(self._skills[i]) for i in ids]
         if self.encoder is not None:
-            index: object = _normalise(np.asarray(self.encoder(documents), dtype=np.float32))
+            self._index = (ids, _normalise(np.asarray(self.encoder(documents), dtype=np.float32)))
         else:
-            index = bm25s.BM25()
-            index.index(_tokenize(documents), show_progress=False)
-        self._index = (ids, index)
+            bm25 = bm25s.BM25()
+            bm25.index(_tokenize(documents), show_progress=False)
+            self._index = (ids, bm25)
         return self._index
 
     def _scores(self, index: object, query: str) -> np.ndarray:
@@ -176,7 +177,7 @@ class SkillLibrary:
             return index @ _normalise(np.asarray(self.encoder([query]), dtype=np.float32))[0]  # type: ignore[operator]
         return index.get_scores(_tokenize([query])[0])  # type: ignore[attr-defined]
 
-    def _write(self, work) -> None:  # noqa: ANN001
+    def _write(self, work: Callable[[Connection], object]) -> None:
         try:
             with self.engine.begin() as conn:
                 work(conn)

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from gfcr.core.python_ast import parse_python
 from gfcr.core import Trajectory
 from gfcr.errors import ConfigError, DataError
 
@@ -67,9 +68,8 @@ class Skill:
     def parameters(self) -> list[str]:
         """The parameters a caller supplies: a procedure's `$param`s, or a function's arguments."""
         if self.kind == "function":
-            defs = [
-                n for n in ast.parse(self.body).body if isinstance(n, ast.FunctionDef) and n.name == self.name
-            ]
+            body = parse_python(self.body).body
+            defs = [n for n in body if isinstance(n, ast.FunctionDef) and n.name == self.name]
             if not defs:
                 raise DataError(f"function skill {self.name!r} holds no definition of {self.name}()")
             return [a.arg for a in defs[0].args.args]
@@ -117,7 +117,7 @@ def extract_tool_sequence(trajectory: Trajectory) -> Skill | None:
     for message in trajectory.messages:
         if message.role == "assistant":
             for call in message.tool_calls:
-                arguments = {}
+                arguments: dict[str, dict[str, Any]] = {}
                 for arg, value in call.arguments.items():
                     earlier = [i for i, result in enumerate(results) if result == str(value).strip()]
                     if earlier:
@@ -163,7 +163,7 @@ def extract_functions(trajectory: Trajectory) -> list[Skill]:
     skills = []
     for source in _CODE_BLOCK.findall(text) or [text]:
         try:
-            module = ast.parse(source)
+            module = parse_python(source)
         except SyntaxError:
             continue
         imports = [

@@ -6,19 +6,26 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gfcr.core import ToolSpec
 from gfcr.errors import SandboxError, ToolError
+from gfcr.sandboxes import Sandbox, shared_sandbox
 from gfcr.skills.skill import Skill
 
+# Appended to a function skill's code: call it on the JSON arguments from stdin and print the
+# JSON result as the last line (whatever the function itself printed comes before).
 _RUNNER = (
-    "\nimport json as _json, sys as _sys\nprint(_json.dumps({name}(**_json.loads(_sys.stdin.read()))))\n"
+    "\nimport json as _json, sys as _sys\n"
+    "_result = {name}(**_json.loads(_sys.stdin.read()))\n"
+    "print()\nprint(_json.dumps(_result))\n"
 )
 
 
-def skill_tool(skill: Skill, tools: Mapping[str, ToolSpec] | None = None, sandbox: Any = None) -> ToolSpec:
+def skill_tool(
+    skill: Skill, tools: Mapping[str, ToolSpec] | None = None, sandbox: Sandbox | None = None
+) -> ToolSpec:
     """`skill` as a tool the agent may call; `tools` are the env's tools a procedure calls.
 
     >>> import json
@@ -44,7 +51,7 @@ def skill_tool(skill: Skill, tools: Mapping[str, ToolSpec] | None = None, sandbo
     return ToolSpec(name, description, parameters, _procedure_runner(skill, dict(tools or {})))
 
 
-def _procedure_runner(skill: Skill, tools: dict[str, ToolSpec]):  # -> Callable[..., Any]
+def _procedure_runner(skill: Skill, tools: dict[str, ToolSpec]) -> Callable[..., Any]:
     missing = sorted({step["name"] for step in skill.steps} - set(tools))
     if missing:
         raise ToolError(
@@ -64,18 +71,20 @@ def _procedure_runner(skill: Skill, tools: dict[str, ToolSpec]):  # -> Callable[
     return run
 
 
-def _function_runner(skill: Skill, sandbox: Any):  # -> Callable[..., Any]
+def _function_runner(skill: Skill, sandbox: Sandbox | None) -> Callable[..., Any]:
     code = skill.body + _RUNNER.format(name=skill.name)
 
     def run(**params: Any) -> Any:
-        from gfcr.sandboxes.factory import shared_sandbox
-
         try:
             result = (sandbox or shared_sandbox()).run(code, stdin=json.dumps(params))
         except SandboxError as e:
             raise ToolError(f"{skill.name}: the sandbox failed: {e}") from e
         if not result.ok:
             raise ToolError(f"{skill.name} failed ({result.status}): {result.stderr.strip()[-500:]}")
-        return json.loads(result.stdout)
+        try:
+            return json.loads(result.stdout.rstrip("\n").rpartition("\n")[2])
+        except json.JSONDecodeError as e:
+            output = result.stdout[-300:]
+            raise ToolError(f"{skill.name} returned no JSON result ({e}); its output: {output!r}") from e
 
     return run

@@ -8,13 +8,15 @@ from concurrent.futures import ThreadPoolExecutor
 import gymnasium as gym
 import pytest
 from gfcr.agents import OraclePolicy, RandomPolicy
+from gfcr.agents.base import Completion
 from gfcr.agents.rollout import rollout
-from gfcr.envs.code import CodeEnv, CodeInteractiveEnv, extract_code, grade, load_source
+from gfcr.envs.code import CodeEnv, CodeInteractiveEnv, CodeVerifier, extract_code, grade, load_source
 from gfcr.envs.code.grading import code_sandbox
 from gfcr.sandboxes.bwrap import check_local_backend
 
 import gfcr  # noqa: F401  (registers the envs)
 from gfcr.errors import DataError, SandboxUnavailableError, UnknownNameError
+from gfcr.filter import Verifier
 
 try:
     check_local_backend()
@@ -303,3 +305,39 @@ def test_extracting_code_from_replies():
     assert extract_code("```python\nunclosed") == "unclosed"
     assert extract_code("for x in y: pass") == "for x in y: pass"
     assert extract_code("Just prose, no code.") is None
+
+
+ADD_SOLUTION = "def add(x, y):\n    return x + y"
+
+
+def test_the_code_verifier_re_grades_trajectories_exactly_as_the_envs_did():
+    verifier = CodeVerifier()
+    assert isinstance(verifier, Verifier)
+    episodes = [
+        ("gfcr/Code-v0", ["```python\ndef add(x, y):\n    return x + y\n```"]),
+        ("gfcr/Code-v0", ["```python\ndef add(x, y):\n    return x * y\n```"]),
+        ("gfcr/Code-v0", ["```python\ndef add(x, y:\n```"]),
+        ("gfcr/Code-v0", ["I would add them."]),
+        ("gfcr/CodeInteractive-v0", [call("run_python", code="1"), call("submit", code=ADD_SOLUTION)]),
+        ("gfcr/CodeInteractive-v0", [call("submit", code="def add(x, y):\n    return 0")]),
+        ("gfcr/CodeInteractive-v0", [call("run_python", code=ADD_SOLUTION)] * 2),  # never submitted
+    ]  # fmt: skip
+    task = load_source("humaneval").get(ADD)
+    for env_id, actions in episodes:
+        trajectory = rollout(gym.make(env_id, max_turns=2), Scripted(actions), env_id=env_id, task_id=ADD)
+        verdict = verifier.verify(task, trajectory)
+        assert (verdict.reward, verdict.passed) == (trajectory.total_reward, trajectory.signals["passed"])
+        if trajectory.steps[-1].terminated:  # the env graded a submission: the same signals
+            assert verdict.signals == {k: v for k, v in trajectory.signals.items() if k != "submitted"}
+
+
+class Scripted:
+    """A policy that says `actions` in order."""
+
+    name, version = "test:scripted", "1"
+
+    def __init__(self, actions: list[str]) -> None:
+        self.actions = iter(actions)
+
+    def generate(self, requests):
+        return [Completion(next(self.actions)) for _ in requests]

@@ -32,6 +32,7 @@ from gfcr.control import (
 )
 from gfcr.core import Action, Task
 from gfcr.errors import ConfigError
+from gfcr.generate import build_tree, expand_groups, group_by_task, tree_advantages
 from gfcr.synthetic import BernoulliPrompts
 
 
@@ -177,18 +178,31 @@ class CountEnv(TextEnv):
         return Outcome("go on", signals={"format_ok": True, "on_track": action.text == "go"})
 
 
-class GoPolicy:
-    """Says "go" (or "stray" when the seed is odd) until its task's count, then "done"."""
+class CountPolicy:
+    """Scripted CountEnv player: `say(count, seed, turns_so_far)` is its next action."""
 
-    name, version = "test:go", "1"
+    name, version = "test:count", "1"
+
+    def __init__(self, say) -> None:
+        self.say = say
 
     def generate(self, requests):
         out = []
         for r in requests:
             turns = sum(m.role == "assistant" for m in r.messages)
-            word = "stray" if (r.sampling.seed or 0) % 2 else "go"
-            out.append(Completion("done" if turns >= r.task.gold else word))
+            out.append(Completion(self.say(r.task.gold, r.sampling.seed or 0, turns)))
         return out
+
+
+def go_or_stray(count: int, seed: int, turns: int) -> str:
+    """ "go" (or "stray" when the seed is odd) until the task's count, then "done": always right."""
+    return "done" if turns >= count else "stray" if seed % 2 else "go"
+
+
+def half_right(count: int, seed: int, turns: int) -> str:
+    """Task n-1: always right; n-2: always wrong; the others: right on even seeds only."""
+    right = count == 1 or (count != 2 and seed % 2 == 0)
+    return "done" if turns >= (count if right else 0) else "go"
 
 
 def count_specs() -> list[EpisodeSpec]:
@@ -196,12 +210,17 @@ def count_specs() -> list[EpisodeSpec]:
     return [EpisodeSpec(config, f"n-{k}", seed=0) for k in range(1, 6)]
 
 
+def run_count(say, controller: RolloutController, specs: list[EpisodeSpec]):
+    """Run CountEnv episodes of `CountPolicy(say)` under `controller` in the real runner."""
+    return Runner(CountPolicy(say), RunnerConfig(concurrency=4), controller=controller).run(specs)
+
+
 def test_controller_schedules_groups_stops_failed_prefixes_and_branches_in_the_runner():
     config = ControlConfig(
         num_prompts=3, group_size=2, prefix_signal="on_track", prefix_threshold=1.0, branch_at={1: 1}, seed=0
     )
     controller = RolloutController(config)
-    result = Runner(GoPolicy(), RunnerConfig(concurrency=4), controller=controller).run(count_specs())
+    result = run_count(go_or_stray, controller, count_specs())
     roots = [t for t in result.trajectories if "." not in t.id]
     assert len({t.task_id for t in roots}) == 3 and len(roots) == 6
     # seeds are seed + sample: sample 1 (odd seed) strays at turn 1 and is stopped there
@@ -213,11 +232,46 @@ def test_controller_schedules_groups_stops_failed_prefixes_and_branches_in_the_r
     on_track_multi = [t for t in roots if t.steps[0].action == "go" and t.task_id != "n-1"]
     assert len(branches) == len(on_track_multi) > 0  # one copy after turn 1 of each live, on-track episode
     assert all(b.total_reward == 1.0 for b in branches)
+    # Tree rollouts end to end: a branch shares its root's first step, and step values follow.
+    for task_id, group in group_by_task(result.trajectories).items():
+        root, advantages = build_tree(group), tree_advantages(group, "treerl")
+        for branch in (b for b in branches if b.task_id == task_id):
+            assert len(root.children[branch.steps[0].action].leaves) == 2  # its root and itself
+        first = {t.steps[0].action: advantages[t.id][0] for t in group}
+        if {"go", "stray"} <= set(first) and task_id != "n-1":
+            assert first["go"] > 0 > first["stray"]
     controller.observe(result.trajectories)
     assert sum(s.groups for s in controller.history.stats.values()) == 3
     # a second run draws fresh seeds
     again = controller.schedule(count_specs())
     assert {s.seed for s in again}.isdisjoint({0, 1})
+
+
+def test_dynamic_sampling_and_budgets_drive_the_real_runner():
+    templates = count_specs()
+    runner = Runner(CountPolicy(half_right), RunnerConfig(concurrency=4))
+
+    def run(plan):  # a RunFn: task id -> samples, through the vectorized runner
+        return runner.run(expand_groups(templates, plan, seed=0)).trajectories
+
+    history = PromptHistory()
+    batch = DynamicSampling(num_groups=3, group_size=4).collect(
+        run, [s.task_id for s in templates], history, np.random.default_rng(0)
+    )
+    assert sorted(batch.groups) == ["n-3", "n-4", "n-5"] and batch.dropped == 2 and batch.samples == 20
+    assert all(sorted(t.total_reward for t in g) == [0.0, 0.0, 1.0, 1.0] for g in batch.groups.values())
+    # A budget of 6 samples buys groups of 2 for the three prompts the history calls uncertain.
+    controller = RolloutController(ControlConfig(sample_budget=6, min_samples=2, max_samples=4), history)
+    result = run_count(half_right, controller, templates)
+    counts = {task: len(group) for task, group in group_by_task(result.trajectories).items()}
+    assert counts == {"n-3": 2, "n-4": 2, "n-5": 2}
+    # Length control: a response is cut once over 5 characters ("go" ×3), shorter ones finish.
+    controller = RolloutController(ControlConfig(group_size=2, max_length=5))
+    result = run_count(half_right, controller, templates)
+    cut = [t for t in result.trajectories if not t.steps[-1].terminated]
+    assert {t.task_id for t in cut} == {"n-3", "n-4", "n-5"}  # their right answers need 3+ "go"s
+    assert all(len(t.steps) == 3 and t.steps[-1].truncated for t in cut)
+    assert [t.total_reward for t in group_by_task(result.trajectories)["n-1"]] == [1.0, 1.0]
 
 
 def test_control_config_is_validated():

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gfcr.agents import Request
+from gfcr.agents.base import Completion
 
 from gfcr.core import Message, Step, ToolCall, Trajectory
 from gfcr.errors import ConfigError, ToolError
-from gfcr.generate import Guide
+from gfcr.generate import Guide, GuidedPolicy
 from gfcr.skills import Skill, SkillLibrary, extract_functions, extract_tool_sequence, skill_tool
 from gfcr.synthetic import KINDS, ShopTools
 
@@ -63,6 +65,27 @@ def test_procedures_learnt_on_some_tasks_solve_new_tasks_of_their_kind():
     assert guessed < 0.25 and np.mean(solved) >= 0.9
 
 
+def test_retrieved_skills_reach_the_policy_as_guidance():
+    family = ShopTools(seed=3)
+    library = SkillLibrary("sqlite://")
+    learn(library, family, family.tasks(12, prefix="train"))
+    seen = []
+
+    class Spy:
+        name, version = "test:spy", "1"
+
+        def generate(self, requests):
+            seen.extend(requests)
+            return [Completion("ok") for _ in requests]
+
+    task = family.tasks(1, prefix="new")[0]
+    GuidedPolicy(Spy(), library).generate([Request((Message("user", task.prompt),))])
+    system = seen[0].messages[0]
+    (best,) = library.retrieve(task.prompt, 1)
+    assert system.role == "system" and f"Procedure `{best.name}`" in system.content
+    assert best.name == "+".join(KINDS[task.metadata["kind"]][1])  # the procedure of the task's kind
+
+
 def test_extraction_turns_repeated_results_into_references():
     t = Trajectory(
         "e",
@@ -84,12 +107,16 @@ def test_extraction_turns_repeated_results_into_references():
 
 
 def test_helper_functions_run_as_sandboxed_tools():
-    code = "Here:\n```python\nimport math\n\ndef hyp(a, b):\n    return math.hypot(a, b)\n\ndef _private():\n    pass\n```"
+    code = "Here:\n```python\nimport math\n\ndef hyp(a, b):\n    return math.hypot(a, b)\n\n"
+    code += "def _private():\n    pass\n```"
     trajectory = Trajectory("e", "t", "Hypotenuse?", [Step(code, "", 1.0, True, False)])
     (skill,) = extract_functions(trajectory)
     assert skill.name == "hyp" and skill.parameters == ["a", "b"]
     tool = skill_tool(skill)
     assert tool(a=3, b=4) == 5.0
+    chatty = "def total(xs):\n    print('adding', xs)\n    return sum(xs)\n"
+    (helper,) = extract_functions(Trajectory("e", "t", "Sum?", [Step(chatty, "", 1.0, True, False)]))
+    assert skill_tool(helper)(xs=[1, 2, 3]) == 6  # what the helper prints is not its result
     with pytest.raises(ToolError, match="hyp failed"):
         tool(a="x", b=4)
     assert extract_functions(Trajectory("e", "t", "?", [Step("def broken(:", "", 1.0, True, False)])) == []

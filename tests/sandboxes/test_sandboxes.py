@@ -7,7 +7,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from gfcr.sandboxes import STATUSES, ExecResult, Limits, Sandbox, Session, make_sandbox
+from gfcr.sandboxes import (
+    LANGUAGES,
+    STATUSES,
+    ExecResult,
+    Language,
+    Limits,
+    Sandbox,
+    Session,
+    make_sandbox,
+)
 
 from gfcr.errors import ConfigError, SandboxUnavailableError, UnknownNameError
 
@@ -48,6 +57,12 @@ def test_bash_runs_with_its_own_exit_status(sandbox):
     assert (result.status, result.exit_code, result.stdout) == ("error", 4, "hello bob\nf\n")
     with pytest.raises(UnknownNameError, match="unknown language 'rust'"):
         sandbox.run("fn main() {}", language="rust")
+
+
+def test_a_new_language_is_one_entry(sandbox, monkeypatch):
+    monkeypatch.setitem(LANGUAGES, "sh", Language("sh", "main.sh", ("sh", "{file}")))
+    result = sandbox.run('read x; echo "sh got $x"; exit 5', language="sh", stdin="7\n")
+    assert (result.status, result.exit_code, result.stdout) == ("error", 5, "sh got 7\n")
 
 
 def test_large_stdin_and_output_pass_through(sandbox):
@@ -128,6 +143,27 @@ def test_make_sandbox_picks_and_names_backends(sandbox):
     assert make_sandbox().backend == "local"
     with pytest.raises(UnknownNameError, match="did you mean 'local'"):
         make_sandbox("locl")
+
+
+def test_auto_refuses_with_what_to_install_where_no_backend_works(monkeypatch):
+    from gfcr.sandboxes import local
+    from gfcr.sandboxes.docker_backend import connect
+
+    try:
+        connect()
+        pytest.skip("a Docker engine answers here, so 'auto' would use it")
+    except SandboxUnavailableError:
+        pass
+
+    def no_bubblewrap() -> None:
+        raise SandboxUnavailableError("bubblewrap is not installed; install it (apt-get install bubblewrap)")
+
+    monkeypatch.setattr(local, "check_local_backend", no_bubblewrap)
+    with pytest.raises(SandboxUnavailableError) as refused:
+        make_sandbox()
+    message = str(refused.value)
+    assert "local: bubblewrap is not installed; install it" in message
+    assert "docker: " in message and "make_sandbox('unsafe-process')" in message
 
 
 def test_unsafe_process_backend_warns_and_runs():

@@ -35,6 +35,51 @@ def test_fork_bomb_is_stopped_and_the_host_can_still_fork(sandbox):
     assert sandbox.run("print('next run fine')").stdout == "next run fine\n"
 
 
+def test_the_process_limit_holds_as_root(sandbox):
+    # As root, bubblewrap's --uid alone leaves RLIMIT_NPROC unenforced; a real unprivileged uid
+    # per job (and the worker's pids cgroup) must cap the run's processes at max_processes.
+    code = """
+import os, time
+children = 0
+try:
+    while children < 200:
+        if os.fork() == 0:
+            time.sleep(30)
+            os._exit(0)
+        children += 1
+except OSError as e:
+    print("refused", type(e).__name__)
+print(children)
+"""
+    result = sandbox.run(code, limits=Limits(max_processes=8, wall_s=20))
+    assert result.ok and "refused BlockingIOError" in result.stdout, result
+    assert int(result.stdout.split()[-1]) < 8  # the program itself is one of the 8
+
+
+def test_the_memory_limit_bounds_all_processes_of_a_run_together(sandbox):
+    from gfcr.sandboxes.cgroups import Cgroup
+
+    probe = Cgroup.create()
+    if probe is None:
+        pytest.skip("cgroups are not writable here: memory is bounded per process (rlimits) only")
+    probe.remove()
+    # Three processes of 80 MiB each: every one fits a 128 MiB per-process bound, not all together.
+    code = """
+import os, time
+pids = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        block = b"x" * (80 << 20)  # written, so really resident
+        time.sleep(3)
+        os._exit(0)
+    pids.append(pid)
+print([os.waitpid(pid, 0)[1] for pid in pids])
+"""
+    result = sandbox.run(code, limits=Limits(memory_mb=128, wall_s=20))
+    assert result.status == "memory", result
+
+
 def test_memory_bomb_is_stopped_with_status_memory(sandbox):
     code = "chunks = []\nwhile True:\n    chunks.append(bytearray(16 << 20))"
     result = sandbox.run(code, limits=Limits(memory_mb=128, wall_s=10))
@@ -113,6 +158,7 @@ print("\n".join(found))
     assert result.ok and "shadow: FileNotFoundError" in result.stdout
     assert secret not in result.stdout and "GFCR_TEST_SECRET" not in result.stdout
     assert sandbox.run("ls /root /home 2>&1; id -u", language="bash").stdout.splitlines()[-1] != "0"
+    assert sandbox.run("import socket; print(socket.gethostname())").stdout == "sandbox\n"  # own UTS
 
 
 def test_no_network_loopback_outside_or_dns(sandbox):

@@ -16,6 +16,7 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from gfcr.core.python_ast import parse_python
 from gfcr.envs.dialogue.db import Database
 
 from gfcr.core import ToolSpec
@@ -66,7 +67,7 @@ class Toolkit:
         if not expression.strip() or set(expression) - set("0123456789+-*/(). "):
             raise ToolError("Invalid characters in expression")
         try:
-            value = _arithmetic(ast.parse(expression.strip(), mode="eval").body)
+            value = _arithmetic(parse_python(expression.strip(), mode="eval").body)
         except (SyntaxError, ZeroDivisionError, OverflowError) as e:
             raise ToolError(f"Invalid expression {expression!r}: {e}") from e
         return str(round(value, 2))  # tau2-bench's format: '9.89', '4.0'
