@@ -24,7 +24,7 @@ demo: setup  ## List envs and suites, then bench the bundled agents (oracle, ran
 	$(VENV)/bin/gfcr list
 	test -f runs/tiny-model/config.json || $(VENV)/bin/gfcr tiny-model runs/tiny-model
 	$(VENV)/bin/gfcr bench smoke --agent scripted:oracle --agent scripted:random --agent hf:runs/tiny-model \
-		--max-tokens 64 --report runs/demo-report
+		--max-tokens 64 --episode-tokens 256 --report runs/demo-report
 	@echo "open runs/demo-report/index.html (summary, plots, and every episode turn by turn)"
 
 test: setup  ## Run the whole test suite.

@@ -6,7 +6,7 @@
 - Filter (`SignalReader`): `on_step` reads each step's signals φ as the episode goes.
 - Replay (`ReplaySink`): `store` receives every finished trajectory.
 
-The modules themselves live in `gfcr/control.py`, `gfcr/filter.py`, `gfcr/replay.py`; anything with
+The modules themselves live in `gfcr.control`, `gfcr.filter` and `gfcr.replay`; anything with
 these methods fits. `Controller()` is the default: run every episode, never stop or branch.
 
 >>> Controller().after_step(None)

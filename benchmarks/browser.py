@@ -31,8 +31,8 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -82,8 +82,9 @@ def run_gfcr(seeds: list[int], screenshot: bool) -> dict[str, list[float]]:
             reward = 0.0
             for action in actions:
                 started = time.perf_counter()
-                _, reward, terminated, truncated, _ = env.step(action)
+                _, step_reward, terminated, truncated, _ = env.step(action)
                 steps.append(time.perf_counter() - started)
+                reward = float(step_reward)
                 if terminated or truncated:
                     break
             rewards.append(float(reward))

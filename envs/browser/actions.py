@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gfcr.core.python_ast import parse_python
 from gfcr.core import ToolCall
 
 MAX_CALLS = 50
@@ -80,7 +81,7 @@ def _closing_paren(text: str, open_at: int) -> int:
 
 def _to_call(source: str, name: str, parameters: Sequence[str], number: int) -> ToolCall:
     try:
-        tree = ast.parse(source.strip(), mode="eval").body
+        tree = parse_python(source.strip(), mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise ValueError(
             f"not a valid call; write e.g. {name}({', '.join(repr('...') for _ in parameters)})"

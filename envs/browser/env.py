@@ -7,15 +7,16 @@ acts with function calls in its text, one or more per message — `click("e5")`,
 `select(ref, option)`, `press(key)`, `scroll(dx, dy)`, `goto(url)`, `back()`, `answer(text)`,
 `noop(ms)` — or with the same actions as native tool calls.
 
-Reward: MiniWoB's raw reward (its `time_scaled` one with `time_scaled=True`) clipped to [0, 1],
-or the app's judgement of its server-side state (1.0 when the goal is met exactly). The episode
-ends when the site says it is over (MiniWoB's episode ended, an order was placed …) or after
-`answer(...)`; `max_turns` truncates it. A browser that crashes or hangs truncates the episode,
-and the next `reset()` starts a new one.
+Reward: MiniWoB's raw reward (its time-scaled one with `time_scaled=True`, which MiniWoB discounts
+by the share of `miniwob_time_limit_s` used) clipped to [0, 1], or the app's judgement of its
+server-side state (1.0 when the goal is met exactly). The episode ends when the site says it is
+over (MiniWoB's episode ended, an order was placed …) or after `answer(...)`; `max_turns`
+truncates it. A browser that crashes or hangs truncates the episode, and the next `reset()`
+starts a new one.
 
 Signals: `format_ok` (actions could be read), `actions_ok` (every action ran without error),
-`success` (reward 1.0), `raw_reward` (the site's own score, MiniWoB's in [-1, 1]),
-`time_scaled_reward`.
+`success` (the task was done: the site's score is 1, however long it took), `raw_reward` (the
+site's own score, MiniWoB's in [-1, 1]), `time_scaled_reward`.
 
 The browser starts on the first `reset()`, once per process; see docs/browser.md for examples.
 """
@@ -152,7 +153,9 @@ class BrowserEnv(TextEnv):
         return f"Pressed {key}."
 
     def scroll(self, dx: int, dy: int) -> str:
-        """Scroll the page by (dx, dy) pixels; positive dy scrolls down.
+        """Scroll what is under the pointer (the element last clicked, else the page) by (dx, dy) pixels.
+
+        To scroll a text area or a list, click it first.
 
         Args:
             dx: Pixels to scroll right (negative: left).
@@ -341,7 +344,7 @@ class BrowserEnv(TextEnv):
             "actions_ok": not any(
                 m.content.startswith(("Error:", "Skipped after the error")) for m in results
             ),
-            "success": reward >= 1.0,
+            "success": done and verdict.score >= 1.0,  # the task was done, however long it took
             "raw_reward": float(verdict.score),
             "time_scaled_reward": float(scaled),
         }

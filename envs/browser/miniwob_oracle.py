@@ -284,6 +284,13 @@ def _scroll_text(page: PageView) -> list[str]:
     return [fill(target, re.sub(r"[^a-zA-Z]", "", source.text.split()[-1])), submit(page)]
 
 
+@solves("scroll-text-2")
+def _scroll_text_2(page: PageView) -> list[str]:
+    # The wheel scrolls what is under the pointer: clicking the text area first puts it there.
+    down = "bottom" in page.goal
+    return [click(page.find("textbox")), call("scroll", 0, 5000 if down else -5000), submit(page)]
+
+
 @solves("use-spinner")
 def _use_spinner(page: PageView) -> list[str]:
     value = re.search(r"Select (-?\d+)", page.goal).group(1)  # type: ignore[union-attr]

@@ -108,7 +108,14 @@ class Tab:
         await self._act(element.select_option(value=value))
 
     async def press(self, key: str) -> None:
-        await self._act(self.page.keyboard.press(key))
+        """Press `key` on the focused element (the page's body when none is).
+
+        Through a locator, not `page.keyboard`: Playwright then waits for a navigation the key
+        requested (Enter in a form schedules its submission after the key event returns).
+        """
+        focused = self.page.locator("*:focus")
+        target = focused if await focused.count() == 1 else self.page.locator("body")
+        await self._act(target.press(key))
 
     async def scroll(self, dx: float, dy: float) -> None:
         await self._act(self.page.mouse.wheel(dx, dy))

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from gfcr.agents.hooks import Decision  # the runner's hook contract, re-exported here
 from gfcr.control.budget import BudgetScheduler
 from gfcr.control.dynamic import observe
 from gfcr.control.posterior import PromptHistory
@@ -29,17 +30,6 @@ from gfcr.generate.groups import expand_groups, group_by_task
 from gfcr.generate.tree import BranchAt
 
 S = TypeVar("S", bound=Any)
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What Control wants after a step: stop the episode here, and/or branch it `branches` times.
-
-    (The runner reads `stop` and `branches`; any object with them fits its hook.)
-    """
-
-    stop: bool = False
-    branches: int = 0
 
 
 @dataclass(frozen=True)

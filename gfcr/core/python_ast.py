@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import ast
 import threading
-from typing import Literal
+from typing import Any, Literal
 
 AST_LOCK = threading.RLock()  # hold it around code that calls `ast.parse` itself (e.g. a library)
 
 
-def parse_python(source: str, mode: Literal["exec", "eval"] = "exec") -> ast.Module | ast.Expression:
-    """`ast.parse(source, mode=mode)` under `AST_LOCK`; raises `SyntaxError` as `ast.parse` does."""
+def parse_python(source: str, mode: Literal["exec", "eval"] = "exec") -> Any:
+    """`ast.parse(source, mode=mode)` under `AST_LOCK` (an `ast.Module`, or an `ast.Expression` for
+    mode "eval"); raises `SyntaxError` as `ast.parse` does."""
     with AST_LOCK:
         return ast.parse(source, mode=mode)

@@ -10,13 +10,16 @@ import pytest
 import gfcr  # noqa: F401  (registers the envs)
 from gfcr.core import Action, ToolCall
 from gfcr.envs.browser import BrowserEnv
+from gfcr.envs.browser.miniwob import miniwob_pages
 from gfcr.envs.browser.snapshot import PageView
 
 
 @pytest.fixture(scope="module")
 def env():
     env = gym.make(
-        "gfcr/Browser-v0", dataset=["click-test", "enter-text", "choose-list", "shop", "mail"], num_seeds=5
+        "gfcr/Browser-v0",
+        dataset=["click-test", "enter-text", "choose-list", "scroll-text-2", "shop", "mail"],
+        num_seeds=5,
     )
     yield env
     env.close()
@@ -79,6 +82,36 @@ def test_select_picks_an_option_by_its_label(env):
     assert reward == 1.0
 
 
+def test_press_enter_submits_a_form_and_the_step_shows_the_new_page(env):
+    """Enter schedules the form's submission after the key event returns: the step waits for it.
+
+    (Pressing through `page.keyboard` missed about a third of these navigations under load and
+    showed the old page.)
+    """
+    obs, _ = env.reset(options={"task_id": "shop/0"})
+    for term in ("kite", "lamp", "pot", "robot", "mug"):
+        obs, *_ = env.step(f'fill("{ref_of(obs, "textbox", "Search products")}", "{term}")\npress("Enter")')
+        assert PageView.parse(obs).path == f"/shop/search?q={term}"
+    page = PageView.parse(obs)
+    assert page.find("heading", "Search results") is not None
+    assert {link.name for link in page.find_all("link") if "Mug" in link.name} == {
+        "Red Ceramic Mug",
+        "Blue Ceramic Mug",
+    }
+    assert PageView.parse(env.step("back()")[0]).path == "/shop/search?q=robot"
+
+
+@pytest.mark.parametrize("right_way", [True, False])
+def test_scroll_moves_the_element_under_the_pointer(env, right_way):
+    """scroll-text-2 wants its text area, shown scrolled half-way, scrolled to the top or the bottom."""
+    obs, _ = env.reset(options={"task_id": "miniwob/scroll-text-2/1"})
+    down = "bottom" in PageView.parse(obs).goal
+    dy = 5000 if down == right_way else -5000
+    box, submit = ref_of(obs, "textbox"), ref_of(obs, "button", "Submit")
+    *_, info = env.step(f'click("{box}")\nscroll(0, {dy})\nclick("{submit}")')
+    assert info["signals"]["raw_reward"] == (1.0 if right_way else -1.0)
+
+
 @pytest.mark.parametrize(
     ("action", "message"),
     [
@@ -133,6 +166,9 @@ def test_answer_ends_the_episode_and_is_judged_by_the_app(env):
     env.reset(options={"task_id": "shop/3"})
     best = env.unwrapped.task.gold["answer"]
     assert env.step(f'answer("{best.lower()}!")')[1] == 1.0
+    env.reset(options={"task_id": "shop/0"})  # a purchase: only an order on the server counts
+    obs, reward, terminated, *_ = env.step('answer("Done, I bought it.")')
+    assert terminated and reward == 0.0 and "no order was placed" in obs
 
 
 def test_a_dialog_is_accepted_and_reported(env):
@@ -168,6 +204,35 @@ def test_miniwob_time_limit_ends_the_episode_with_a_failure():
         assert terminated and reward == 0.0 and info["signals"]["raw_reward"] == -1.0 and "timed out" in obs
     finally:
         env.close()
+
+
+def test_time_scaled_reward_is_discounted_by_the_share_of_the_time_limit_used():
+    env = gym.make(
+        "gfcr/Browser-v0", dataset="enter-text", num_seeds=1, miniwob_time_limit_s=20, time_scaled=True
+    )
+    try:
+        obs, _ = env.reset(seed=0)
+        word = re.search(r'"(\w+)"', PageView.parse(obs).goal).group(1)
+        env.step("noop(2000)")
+        action = f'fill("{ref_of(obs, "textbox")}", "{word}")\nclick("{ref_of(obs, "button", "Submit")}")'
+        _, reward, terminated, _, info = env.step(action)
+        assert terminated and info["signals"]["raw_reward"] == 1.0 and info["signals"]["success"] is True
+        assert reward == info["signals"]["time_scaled_reward"] and 0.0 < reward < 0.9  # 2 s of 20 gone
+    finally:
+        env.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # 130 resets: about a minute on an idle machine, a few under heavy load
+def test_every_miniwob_page_opens_with_its_goal_and_elements_to_act_on(in_threads):
+    def opened(env, task_id: str) -> tuple[str, int]:
+        page = PageView.parse(env.reset(options={"task_id": task_id})[0])
+        return page.goal, sum(node.ref is not None for node in page.root.walk())
+
+    pages = miniwob_pages()
+    shown = in_threads([f"miniwob/{p}/0" for p in pages], opened, dataset="miniwob", num_seeds=1)
+    assert len(shown) == 130
+    assert {task: seen for task, seen in shown.items() if not seen[0].strip() or seen[1] == 0} == {}
 
 
 def test_the_oracle_reads_refs_off_the_latest_page(env):
