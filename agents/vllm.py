@@ -86,7 +86,9 @@ class VLLMPolicy(ChatTokens):
         return completions
 
 
-def sync_weights(policy: VLLMPolicy, weights: Iterable[tuple[str, Any]], *, version: str | None = None) -> None:
+def sync_weights(
+    policy: VLLMPolicy, weights: Iterable[tuple[str, Any]], *, version: str | None = None
+) -> None:
     """Load trained weights into the policy's vLLM engine, e.g. after each optimizer step.
 
     `weights` are (Hugging Face parameter name, tensor) pairs, such as a transformers model's

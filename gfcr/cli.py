@@ -4,6 +4,7 @@ gfcr list
 gfcr run gfcr/Math-v0 --agent scripted:oracle -n 100 --out t.jsonl
 gfcr bench smoke --agent scripted:oracle --agent scripted:random -k 4 --report reports/smoke
 gfcr tiny-model runs/tiny-model
+gfcr train examples/tooluse_tiny_cpu.toml
 gfcr serve runs/tiny-model --port 8000
 """
 
@@ -225,6 +226,52 @@ def tiny_model(
         console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
     console.print(f"tiny model: {path}  (use it as --agent hf:{path})")
+
+
+@app.command()
+def train(
+    config: Annotated[Path, typer.Argument(help="Trainer config (TOML), e.g. examples/tooluse_tiny_cpu.toml")],  # noqa: E501
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option("--set", "-s", help="Override a config value: SECTION.KEY=VALUE (VALUE read as TOML)."),
+    ] = None,
+    resume: Annotated[bool, typer.Option(help="Continue from the newest checkpoint in out_dir.")] = True,
+) -> None:
+    """Train a policy with the bundled GRPO-family trainer (see docs/trainer.md)."""
+    from gfcr.trainers import TrainConfig
+    from gfcr.trainers import main as train_main
+
+    try:
+        cfg = TrainConfig.from_toml(config)
+        if overrides:
+            cfg = TrainConfig.from_dict(_apply_overrides(cfg.to_dict(), overrides))
+        history = train_main(cfg, resume=resume)
+    except GfcrError as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    if history:
+        last = {k: v for k, v in history[-1].items() if k.startswith(("rollout/reward", "eval/", "loss/"))}
+        console.print(f"trained to step {history[-1]['step']}: {json.dumps(last)}; logs in {cfg.out_dir}")
+
+
+def _apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """`SECTION.KEY=VALUE` pairs into a config dict; VALUE is read as TOML (else as a string)."""
+    import tomllib
+
+    for pair in overrides:
+        key, sep, raw = pair.partition("=")
+        if not sep:
+            raise ConfigError(f"--set expects KEY=VALUE, got {pair!r}")
+        try:
+            value = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        *sections, name = key.strip().split(".")
+        target = data
+        for section in sections:
+            target = target.setdefault(section, {})
+        target[name] = value
+    return data
 
 
 @app.command()

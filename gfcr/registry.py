@@ -27,6 +27,7 @@ BUILTIN_ENVS: dict[str, str] = {
     "gfcr/SQL-v0": "gfcr.envs.sql.env:SQLEnv",
     "gfcr/Dialogue-v0": "gfcr.envs.dialogue.env:DialogueEnv",
     "gfcr/Browser-v0": "gfcr.envs.browser.env:BrowserEnv",
+    "gfcr/ToolUse-v0": "gfcr.envs.tooluse.env:ToolUseEnv",
 }
 _registered: set[str] = set()
 

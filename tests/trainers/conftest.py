@@ -1,0 +1,60 @@
+"""Fixtures of the trainer's tests: a tiny chat model (written once per session) and a config maker."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the hf extra is not installed: pip install -e '.[hf,train]'")
+torch.set_num_threads(1)  # a second thread mostly spin-waits on a shared 2-core machine
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    from gfcr.agents.tiny_model import write_tiny_model
+
+    return write_tiny_model(tmp_path_factory.mktemp("tiny-model"), vocab_size=400, corpus_tasks=20)
+
+
+@pytest.fixture(scope="session")
+def parity_env():
+    """gfcr/TestParity-v0: ToolUse prompts, reward 1.0 for an action of odd length, so even a random
+    model gets a reward spread and RL steps have non-zero advantages. Registered after
+    collection, so the env contract tests never see it."""
+    from gfcr.envs.base import Outcome
+    from gfcr.envs.tooluse import ToolUseEnv
+
+    from gfcr.core import Action
+    from gfcr.registry import register_env
+
+    class Parity(ToolUseEnv):
+        def respond(self, action: Action) -> Outcome:
+            reward = float(len(action.text) % 2)
+            return Outcome(
+                "ok", reward=reward, terminated=True, signals={"format_ok": True, "correct": bool(reward)}
+            )
+
+    register_env("gfcr/TestParity-v0", Parity)
+    return "gfcr/TestParity-v0"
+
+
+@pytest.fixture
+def make_config(tiny_model, tmp_path, parity_env):
+    """A small `TrainConfig` on gfcr/TestParity-v0; keyword sections override its defaults."""
+    from gfcr.trainers import TrainConfig
+
+    def make(out: str = "run", **sections):
+        data = {
+            "model": {"path": str(tiny_model)},
+            "env": {"id": parity_env, "num_tasks": 16},
+            "rollout": {"prompts_per_step": 2, "group_size": 3, "max_tokens": 6, "concurrency": 1},
+            "optim": {"lr": 1e-3, "micro_batch_size": 4},
+            "log": {"tensorboard": False, "progress": False},
+            "steps": 2,
+            "out_dir": str(tmp_path / out),
+            "checkpoint_every": 0,
+        }
+        for key, value in sections.items():
+            data[key] = {**data[key], **value} if isinstance(value, dict) and key in data else value
+        return TrainConfig.from_dict(data)
+
+    return make

@@ -1,0 +1,85 @@
+"""Config files: defaults by loss, clear errors for bad values, CLI overrides."""
+
+from __future__ import annotations
+
+import pytest
+from gfcr.trainers import TrainConfig
+
+from gfcr.cli import _apply_overrides
+from gfcr.errors import ConfigError
+
+BASE = {"model": {"path": "m"}, "env": {"id": "gfcr/ToolUse-v0"}}
+
+
+@pytest.mark.parametrize(
+    ("name", "low", "high", "estimator"),
+    [
+        ("grpo", 0.2, 0.2, "grpo"),
+        ("dr_grpo", 0.2, 0.2, "dr_grpo"),
+        ("dapo", 0.2, 0.28, "grpo"),
+        ("gspo", 3e-4, 4e-4, "grpo"),
+    ],
+)
+def test_each_loss_gets_its_papers_defaults(name, low, high, estimator):
+    loss = TrainConfig.from_dict({**BASE, "loss": {"name": name}}).loss
+    assert (loss.epsilon_low, loss.epsilon_high, loss.estimator) == (low, high, estimator)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"loss": {"name": "ppo"}}, "unknown loss 'ppo'"),
+        ({"rollout": {"group_size": 1}}, "group_size must be >= 2"),
+        ({"optim": {"schedule": "cosin"}}, "did you mean 'cosine'"),
+        ({"rollout": {"backend": "sglang"}}, "unknown rollout backend"),
+        ({"modle": {}}, "did you mean 'model'"),
+        ({"model": {"path": "m", "lora_rank": -1}}, "lora_rank must be >= 0"),
+    ],
+)
+def test_bad_values_are_errors_that_say_what_is_allowed(data, message):
+    with pytest.raises(ConfigError, match=message):
+        TrainConfig.from_dict({**BASE, **data})
+
+
+def test_missing_section_is_named():
+    with pytest.raises(ConfigError, match=r"missing section \[env\]"):
+        TrainConfig.from_dict({"model": {"path": "m"}})
+
+
+def test_toml_round_trip_and_overrides(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('steps = 3\n[model]\npath = "m"\n[env]\nid = "gfcr/ToolUse-v0"\n[optim]\nlr = 0.01\n')
+    config = TrainConfig.from_toml(path)
+    assert (config.steps, config.optim.lr) == (3, 0.01)
+    data = _apply_overrides(
+        config.to_dict(), ["steps=5", "optim.lr=2e-3", "loss.name=dapo", "model.path=other"]
+    )
+    again = TrainConfig.from_dict(data)
+    assert (again.steps, again.optim.lr, again.loss.name, again.model.path) == (5, 2e-3, "dapo", "other")
+    assert TrainConfig.from_dict(config.to_dict()) == config
+
+
+def test_lr_schedule_runs_sft_lr_then_warmup_then_decay(make_config):
+    from gfcr.trainers import Trainer
+
+    config = make_config(
+        sft={"steps": 2, "lr": 5e-3}, optim={"lr": 1e-3, "schedule": "linear", "warmup_steps": 2}, steps=6
+    )
+    trainer = Trainer(config)
+    factors = [trainer.lr_factor(step) for step in range(8)]
+    assert factors[:2] == [5.0, 5.0]  # SFT at its own LR
+    assert factors[2:4] == [0.5, 1.0]  # warmup
+    assert factors[4:] == pytest.approx([1.0, 0.75, 0.5, 0.25])  # linear decay over the remaining RL steps
+
+
+def test_logged_lr_is_the_one_each_step_used(make_config):
+    """Regression: the LR was read after the scheduler had moved on to the next step's."""
+    from gfcr.trainers import Trainer
+
+    config = make_config(
+        sft={"steps": 1, "lr": 5e-3, "teacher": "scripted:oracle", "episodes": 4, "min_reward": 0.0},
+        optim={"lr": 1e-3, "schedule": "linear"},
+        steps=2,
+    )
+    history = Trainer(config).train()
+    assert [m["optim/lr"] for m in history] == pytest.approx([5e-3, 1e-3, 5e-4])

@@ -1,0 +1,114 @@
+"""Metrics: one JSON line per step, TensorBoard events, and a rich progress display.
+
+Keys are grouped `group/name`: `rollout/reward_mean`, `rollout/frac_zero_std`, `loss/policy`,
+`loss/kl`, `optim/lr`, `perf/tokens_per_s` … (see docs/trainer.md for the full list).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+logger = logging.getLogger(__name__)
+
+
+class MetricLogger:
+    """Writes `metrics.jsonl` (and TensorBoard events if wanted) under `out_dir`.
+
+    >>> import tempfile
+    >>> log = MetricLogger(tempfile.mkdtemp(), tensorboard=False)
+    >>> log.log(1, {"rollout/reward_mean": 0.5}); log.close()
+    >>> [json.loads(line) for line in open(log.path)]
+    [{'step': 1, 'rollout/reward_mean': 0.5}]
+    """
+
+    def __init__(
+        self, out_dir: str | Path, *, tensorboard: bool = True, resume_step: int | None = None
+    ) -> None:
+        self.path = Path(out_dir) / "metrics.jsonl"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if resume_step is not None:
+            self._truncate_after(resume_step)
+        elif self.path.exists():
+            self.path.unlink()
+        self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
+        self.writer = None
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self.writer = SummaryWriter(str(Path(out_dir) / "tensorboard"), purge_step=resume_step)
+            except ImportError:
+                logger.warning("tensorboard is not installed (pip install 'gfcr[train]'); logging JSONL only")
+
+    def log(self, step: int, metrics: dict[str, Any]) -> None:
+        self.file.write(json.dumps({"step": step, **metrics}) + "\n")
+        self.file.flush()
+        if self.writer is not None:
+            for key, value in metrics.items():
+                if isinstance(value, int | float):
+                    self.writer.add_scalar(key, value, step)
+
+    def close(self) -> None:
+        self.file.close()
+        if self.writer is not None:
+            self.writer.close()
+
+    def _truncate_after(self, step: int) -> None:
+        """Drop lines a killed run logged after its last checkpoint (they are run again)."""
+        if not self.path.exists():
+            return
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        kept = [line for line in lines if line.strip() and _step_of(line) <= step]
+        self.path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+
+
+def _step_of(line: str) -> int:
+    try:
+        return int(json.loads(line).get("step", 0))
+    except (json.JSONDecodeError, ValueError, TypeError):
+        return 1 << 62  # a torn line: dropped
+
+
+def read_metrics(out_dir: str | Path) -> list[dict[str, Any]]:
+    """The metrics a run logged, one dict per step."""
+    path = Path(out_dir) / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+class TrainProgress:
+    """A rich progress bar over the training steps with the latest reward and loss."""
+
+    def __init__(self, total: int, completed: int = 0, *, enabled: bool = True) -> None:
+        self.progress = Progress(
+            TextColumn("[bold]train"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            disable=not enabled,
+        )
+        self.task = self.progress.add_task("train", total=total, completed=completed, status="")
+
+    def __enter__(self) -> TrainProgress:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(*exc)  # type: ignore[arg-type]
+
+    def update(self, step: int, metrics: dict[str, Any]) -> None:
+        parts = []
+        for key, label in (
+            ("rollout/reward_mean", "reward"),
+            ("loss/policy", "loss"),
+            ("loss/sft_nll", "nll"),
+            ("perf/tokens_per_s", "tok/s"),
+        ):
+            if key in metrics:
+                parts.append(f"{label} {metrics[key]:.3g}")
+        self.progress.update(self.task, completed=step, status="  ".join(parts))

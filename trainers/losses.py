@@ -1,0 +1,135 @@
+"""Policy-gradient losses of the GRPO family, on padded (B, T) token tensors.
+
+Every loss is a clipped surrogate of the importance ratio r = π_θ / π_old times the advantage
+A (one per sequence, from Filter's `group_advantages`), summed over the loss-masked tokens and
+divided by a normaliser that is a property of the *whole* accumulated batch (`BatchTotals`). So
+the loss of a batch is exactly the sum of the losses of its micro-batches, however it is split.
+
+- "grpo" (Shao et al. 2024, DeepSeekMath eq. 3): per-sequence token mean, then mean over sequences.
+- "dr_grpo" (Liu et al. 2025, "Understanding R1-Zero-Like Training", §3.2): token sum over a
+  constant G × max_tokens, so length does not rescale a sequence's gradient.
+- "dapo" (Yu et al. 2025, DAPO eq. 8): token sum over the batch's total loss tokens, with
+  clip-higher (ε_low < ε_high).
+- "gspo" (Zheng et al. 2025, GSPO eq. 5-7): one length-normalised ratio per sequence,
+  s_i = exp(mean_t log r_it), clipped at the sequence level, mean over sequences.
+
+The optional KL penalty to a reference policy uses Schulman's k3 estimator,
+k3 = π_ref/π_θ − log(π_ref/π_θ) − 1 (unbiased, always ≥ 0), reduced like the policy term.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from gfcr.errors import ConfigError, UnknownNameError
+
+LOSSES = ("grpo", "dr_grpo", "dapo", "gspo")
+MAX_LOG_RATIO = 20.0  # exp(20) ≈ 5e8: keeps a stale replayed sample from overflowing the ratio
+
+
+@dataclass(frozen=True)
+class BatchTotals:
+    """Sizes of the whole accumulated batch (not of one micro-batch).
+
+    `sequences`: samples in the batch (G groups × K samples); `tokens`: loss-masked tokens in it;
+    `max_tokens`: Dr. GRPO's constant (the generation budget per sequence).
+    """
+
+    sequences: int
+    tokens: int
+    max_tokens: int = 1
+
+    def __post_init__(self) -> None:
+        if self.sequences < 1 or self.tokens < 1 or self.max_tokens < 1:
+            raise ConfigError(
+                f"batch totals must be >= 1, got sequences={self.sequences}, tokens={self.tokens}, "
+                f"max_tokens={self.max_tokens}"
+            )
+
+
+@dataclass(frozen=True)
+class LossOutput:
+    """The loss to back-propagate and its parts; each is this micro-batch's share of the batch's."""
+
+    loss: torch.Tensor  # policy + beta * kl
+    policy: torch.Tensor
+    kl: torch.Tensor
+    clipped_tokens: float  # loss tokens (gspo: sequences × their tokens) where the clip was active
+
+
+def policy_loss(
+    name: str,
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    loss_mask: torch.Tensor,
+    totals: BatchTotals,
+    *,
+    epsilon_low: float = 0.2,
+    epsilon_high: float = 0.2,
+    ref_logprobs: torch.Tensor | None = None,
+    beta: float = 0.0,
+) -> LossOutput:
+    """The loss of one micro-batch. Shapes: logprobs, old_logprobs, loss_mask, ref_logprobs (B, T);
+    advantages (B,).
+
+    >>> lp = torch.zeros(2, 3, requires_grad=True)
+    >>> out = policy_loss("dapo", lp, torch.zeros(2, 3), torch.tensor([1.0, -1.0]),
+    ...                   torch.tensor([[1, 1, 0], [1, 0, 0]]), BatchTotals(2, 3))
+    >>> out.loss.backward(); (lp.grad * 3).round().tolist()  # ratio 1: -A / (total tokens) per loss token
+    [[-1.0, -1.0, -0.0], [1.0, 0.0, 0.0]]
+    """
+    if name not in LOSSES:
+        raise UnknownNameError("loss", name, LOSSES)
+    if logprobs.shape != old_logprobs.shape or logprobs.shape != loss_mask.shape:
+        raise ConfigError(
+            f"logprobs {tuple(logprobs.shape)}, old_logprobs {tuple(old_logprobs.shape)} and loss_mask "
+            f"{tuple(loss_mask.shape)} must have the same (B, T) shape"
+        )
+    mask = loss_mask.to(logprobs.dtype)  # (B, T)
+    log_ratio = ((logprobs - old_logprobs) * mask).clamp(-MAX_LOG_RATIO, MAX_LOG_RATIO)  # (B, T)
+    low, high = 1.0 - epsilon_low, 1.0 + epsilon_high
+    if name == "gspo":
+        lengths = mask.sum(1).clamp(min=1.0)  # (B,)
+        ratio = torch.exp(log_ratio.sum(1) / lengths)  # (B,) s_i, the sequence-level ratio
+        surrogate = torch.minimum(ratio * advantages, ratio.clamp(low, high) * advantages)  # (B,)
+        policy = -surrogate.sum() / totals.sequences
+        clipped = float((((ratio < low) | (ratio > high)).to(mask.dtype) * mask.sum(1)).sum())
+    else:
+        ratio = torch.exp(log_ratio)  # (B, T)
+        a = advantages[:, None]  # (B, 1)
+        per_token = -torch.minimum(ratio * a, ratio.clamp(low, high) * a)  # (B, T)
+        policy = reduce_tokens(name, per_token, mask, totals)
+        clipped = float((((ratio < low) | (ratio > high)).to(mask.dtype) * mask).sum())
+    kl = torch.zeros((), dtype=logprobs.dtype, device=logprobs.device)
+    if beta > 0.0:
+        if ref_logprobs is None:
+            raise ConfigError("beta > 0 needs ref_logprobs (the reference policy's token logprobs)")
+        delta = (ref_logprobs - logprobs).clamp(-MAX_LOG_RATIO, MAX_LOG_RATIO)  # log(π_ref / π_θ)
+        k3 = torch.exp(delta) - delta - 1.0  # (B, T)
+        kl = reduce_tokens("grpo" if name == "gspo" else name, k3, mask, totals)
+    return LossOutput(policy + beta * kl, policy.detach(), kl.detach(), clipped)
+
+
+def reduce_tokens(name: str, values: torch.Tensor, mask: torch.Tensor, totals: BatchTotals) -> torch.Tensor:
+    """Sum (B, T) per-token `values` over `mask` with the normaliser of loss `name`."""
+    masked = values * mask
+    if name == "grpo":  # mean over each sequence's tokens, then over the batch's sequences
+        return (masked.sum(1) / mask.sum(1).clamp(min=1.0)).sum() / totals.sequences
+    if name == "dr_grpo":  # a constant: G × max_tokens
+        return masked.sum() / (totals.sequences * totals.max_tokens)
+    if name == "dapo":  # every loss token of the batch weighs the same
+        return masked.sum() / totals.tokens
+    raise UnknownNameError("token reduction", name, ("grpo", "dr_grpo", "dapo"))
+
+
+def sft_loss(logprobs: torch.Tensor, loss_mask: torch.Tensor, total_tokens: int) -> torch.Tensor:
+    """Supervised (rejection-sampling fine-tuning) loss: the negative log-likelihood of the
+    loss-masked tokens, averaged over the whole batch's `total_tokens`. Shapes: (B, T).
+
+    >>> float(sft_loss(torch.log(torch.tensor([[0.5, 0.25]])), torch.tensor([[1, 1]]), 2))
+    1.0397207736968994
+    """
+    return -(logprobs * loss_mask.to(logprobs.dtype)).sum() / max(total_tokens, 1)

@@ -1,0 +1,156 @@
+"""The models a run needs: the rollout policy, the trained model, the reference, weight sync.
+
+- backend "hf": one `transformers` model both generates (as an `HFPolicy`) and trains, so a
+  step's update is live for the next rollout with no copy;
+- backend "vllm": a vLLM engine generates and a separate transformers model trains on the same
+  GPU; `sync_weights` loads the new weights into the engine after every optimizer step.
+
+LoRA (peft) wraps the trained model; its reference policy is the same model with the adapters
+disabled, so no second copy is kept. Without LoRA the reference is a frozen copy of the initial
+weights (made only when the KL coefficient `beta` > 0).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import torch
+from gfcr.agents.base import Policy
+from gfcr.trainers.batching import MicroBatch, token_logprobs
+from gfcr.trainers.config import TrainConfig
+
+from gfcr.errors import ConfigError
+
+
+@dataclass
+class Models:
+    policy: Policy  # what the runner calls
+    model: torch.nn.Module  # what the optimizer updates
+    tokenizer: Any
+    device: str
+    pad_id: int
+    reference: Callable[[MicroBatch], torch.Tensor] | None  # reference logprobs (B, L-1), or None
+    sync: Callable[[int], None]  # after optimizer step n: make the policy generate with the new weights
+    autocast: Callable[[], AbstractContextManager]
+
+
+def load_models(config: TrainConfig) -> Models:
+    """Load the policy and the trained model as `config.model` and `config.rollout` say."""
+    if config.rollout.backend == "vllm":
+        policy, model, tokenizer, device = _load_vllm(config)
+    else:
+        from gfcr.agents.hf import HFPolicy
+
+        policy = HFPolicy(config.model.path, device=config.model.device)
+        model, tokenizer, device = policy.model, policy.tokenizer, policy.device
+        if config.model.dtype == "bfloat16":
+            model.to(torch.bfloat16)
+    if config.model.lora_rank > 0:
+        model = _with_lora(model, config)
+        if config.rollout.backend == "hf":
+            policy.model = model  # type: ignore[attr-defined]  # generation sees the adapters
+    else:
+        model.requires_grad_(True)
+    reference = _reference(model, config, device)
+    pad_id = getattr(policy, "pad_id", None)
+    if pad_id is None:
+        pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    use_bf16 = config.model.bf16 and device.startswith("cuda") and torch.cuda.is_bf16_supported()
+    autocast = partial(torch.autocast, "cuda", dtype=torch.bfloat16) if use_bf16 else nullcontext
+    return Models(
+        policy, model, tokenizer, device, int(pad_id), reference, _sync(policy, model, config), autocast
+    )
+
+
+def _load_vllm(config: TrainConfig) -> tuple[Policy, torch.nn.Module, Any, str]:
+    from gfcr.agents.vllm import VLLMPolicy
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if not torch.cuda.is_available():
+        raise ConfigError("rollout backend 'vllm' needs a CUDA GPU; use backend = 'hf' on CPU")
+    os.environ.setdefault(
+        "VLLM_ENABLE_V1_MULTIPROCESSING", "0"
+    )  # in-process engine: weights sync without copies
+    options = {"gpu_memory_utilization": 0.3, **config.rollout.vllm_options}
+    policy = VLLMPolicy(config.model.path, **options)
+    device = config.model.device or "cuda"
+    dtype = torch.bfloat16 if config.model.dtype == "bfloat16" else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(config.model.path, dtype=dtype)
+    model.to(device)  # type: ignore[arg-type]  # transformers' stubs
+    model.eval()  # no dropout: the trained policy is the one that sampled
+    return policy, model, AutoTokenizer.from_pretrained(config.model.path), device
+
+
+def _with_lora(model: torch.nn.Module, config: TrainConfig) -> torch.nn.Module:
+    try:
+        from peft import LoraConfig, get_peft_model
+    except ImportError as e:
+        raise ConfigError("lora_rank > 0 needs peft: pip install 'gfcr[train]'") from e
+    lora = LoraConfig(
+        r=config.model.lora_rank,
+        lora_alpha=config.model.lora_alpha,
+        target_modules=list(config.model.lora_targets),
+        lora_dropout=0.0,
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model, lora)
+
+
+def _reference(
+    model: torch.nn.Module, config: TrainConfig, device: str
+) -> Callable[[MicroBatch], torch.Tensor] | None:
+    if config.loss.beta <= 0:
+        return None
+    if config.model.lora_rank > 0:
+
+        @torch.no_grad()
+        def adapters_off(batch: MicroBatch) -> torch.Tensor:
+            with model.disable_adapter():  # type: ignore[operator]  # a peft model
+                return token_logprobs(model, batch)
+
+        return adapters_off
+    frozen = copy.deepcopy(model).requires_grad_(False).to(device)
+
+    @torch.no_grad()
+    def initial(batch: MicroBatch) -> torch.Tensor:
+        return token_logprobs(frozen, batch)
+
+    return initial
+
+
+def _sync(policy: Policy, model: torch.nn.Module, config: TrainConfig) -> Callable[[int], None]:
+    if config.rollout.backend != "vllm":
+
+        def shared(step: int) -> None:  # the policy generates with the trained model itself
+            policy.version = str(step)  # type: ignore[misc]
+
+        return shared
+
+    from gfcr.agents.vllm import sync_weights
+
+    def to_engine(step: int) -> None:
+        if config.model.lora_rank > 0:  # merge, copy the merged weights, unmerge
+            model.merge_adapter()  # type: ignore[operator]
+            base = model.get_base_model()  # type: ignore[operator]
+            sync_weights(policy, _merged_weights(base), version=str(step))  # type: ignore[arg-type]
+            model.unmerge_adapter()  # type: ignore[operator]
+        else:
+            sync_weights(policy, model.named_parameters(), version=str(step))  # type: ignore[arg-type]
+
+    return to_engine
+
+
+def _merged_weights(base: torch.nn.Module) -> list[tuple[str, torch.Tensor]]:
+    """Base-model weights with LoRA merged in, under the plain model's parameter names."""
+    out = []
+    for name, tensor in base.state_dict().items():
+        if "lora_" in name:
+            continue
+        out.append((name.replace(".base_layer", ""), tensor))
+    return out
