@@ -53,3 +53,19 @@ def test_a_missing_model_is_an_error_naming_the_path_and_the_fix(tmp_path):
     pytest.importorskip("transformers")
     with pytest.raises(PolicyError, match="cannot load a model from .*gfcr tiny-model"):
         make_policy(f"hf:{tmp_path / 'nowhere'}")
+
+
+def test_prompts_of_very_different_lengths_are_batched_apart_and_answered_in_order(hf_policy):
+    """A long prompt goes in a batch of its own (no padding the short ones to its length)."""
+    from gfcr.agents.hf import _chunks, _Row
+
+    rows = [_Row(i, (1,) * n, SamplingParams()) for i, n in enumerate([10, 5000, 12, 11])]
+    assert list(_chunks([0, 3, 2, 1], rows, max_rows=64, max_tokens=1000)) == [[0, 3, 2], [1]]
+    assert list(_chunks([0, 3, 2], rows, max_rows=2, max_tokens=1000)) == [[0, 3], [2]]
+
+    prompts = ["Hi.", "Tell me everything about " + "numbers and " * 150, "What is 1+1?"]
+    requests = [ask(p, max_tokens=4, temperature=0.0, seed=0) for p in prompts]
+    together = hf_policy.generate(requests)
+    alone = [hf_policy.generate([r])[0] for r in requests]
+    assert [c.prompt_ids for c in together] == [c.prompt_ids for c in alone]
+    assert [c.completion_ids for c in together] == [c.completion_ids for c in alone]
