@@ -197,7 +197,8 @@ def bench(
     except GfcrError as e:
         console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
-    console.print(*_bench_tables(result, k))
+    scores, reasons = _bench_tables(result, k)
+    console.print(scores, *([reasons] if reasons.row_count else []))  # no table when all were solved
     console.print(f"report: {index}", soft_wrap=True)
 
 
@@ -301,17 +302,8 @@ def serve(
 def _bench_tables(result: Any, k: int) -> tuple[Table, Table]:
     """The scores of each agent, and its episodes not solved by reason (a BenchResult's)."""
     scores = Table(title=f"gfcr bench · {result.suite} · k={k}", title_justify="left", box=box.SIMPLE_HEAD)
-    columns = [
-        "agent",
-        "episodes",
-        "pass@1",
-        f"pass@{k}",
-        f"pass^{k}",
-        "reward",
-        "tok/ep",
-        "policy s",
-        "env s",
-    ]
+    per_k = [f"pass@{k}", f"pass^{k}"] if k > 1 else []  # with k=1 both equal pass@1
+    columns = ["agent", "episodes", "pass@1", *per_k, "reward", "tok/ep", "policy s", "env s"]
     widest = max((len(r.agent) for r in result.agents), default=5)
     scores.add_column("agent", min_width=min(widest, 30), overflow="fold")
     for column in columns[1:]:
@@ -321,7 +313,7 @@ def _bench_tables(result: Any, k: int) -> tuple[Table, Table]:
         reasons.add_column(column, justify="right" if column == "episodes" else "left")
     for r in result.agents:
         s = r.overall
-        values = [s.pass_at_1, s.pass_at.get(k, 0), s.pass_hat.get(k, 0), s.mean_reward]
+        values = [s.pass_at_1, *([s.pass_at.get(k, 0), s.pass_hat.get(k, 0)] if k > 1 else []), s.mean_reward]
         scores.add_row(r.agent, str(s.episodes), *(f"{v:.3f}" for v in values), f"{s.mean_tokens_out:.0f}",
                        f"{s.policy_s:.1f}", f"{s.env_s:.1f}")  # fmt: skip
         for outcome, count in s.outcomes.items():
