@@ -1,16 +1,11 @@
-"""Fixtures: one real local sandbox per module (bubblewrap workers), and the host's view of jobs."""
+"""Fixtures: one real local sandbox per module (bubblewrap workers), shared by the sandbox tests."""
 
 from __future__ import annotations
-
-import os
-from pathlib import Path
 
 import pytest
 from gfcr.sandboxes.bwrap import check_local_backend
 
 from gfcr.errors import SandboxUnavailableError
-
-JOB_UIDS_FROM = 1_000_000  # the local backend runs each job as a fresh uid at or above this
 
 
 def local_backend_reason() -> str | None:
@@ -29,43 +24,3 @@ def sandbox():
 
     with LocalSandbox(pool_size=2) as sandbox:
         yield sandbox
-
-
-def _job_processes() -> list[int]:
-    """Host pids of this test process's job processes (there are none between runs).
-
-    Only descendants of this process count: other test runs on the machine may run sandboxes too.
-    """
-    table = {}
-    for entry in Path("/proc").iterdir():
-        try:
-            status = (entry / "status").read_text() if entry.name.isdigit() else None
-        except OSError:
-            continue
-        if status is None:
-            continue
-        fields = {k: v.split() for k, _, v in (line.partition(":") for line in status.splitlines())}
-        table[int(entry.name)] = (int(fields.get("PPid", ["0"])[0]), int(fields.get("Uid", ["0"])[0]))
-    return [pid for pid, (_, uid) in table.items() if uid >= JOB_UIDS_FROM and _descends(pid, table)]
-
-
-def _descends(pid: int, table: dict[int, tuple[int, int]]) -> bool:
-    while pid > 1 and pid in table:
-        pid = table[pid][0]
-        if pid == os.getpid():
-            return True
-    return False
-
-
-@pytest.fixture
-def job_processes():
-    """A function listing the host pids of processes running as a job uid."""
-    return _job_processes
-
-
-@pytest.fixture
-def no_job_survives():
-    """Assert that no process of the test's runs is left on the host after them."""
-    before = set(_job_processes())  # e.g. an open session of an earlier test
-    yield
-    assert set(_job_processes()) <= before, "processes of a finished run are still alive on the host"
