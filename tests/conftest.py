@@ -1,4 +1,5 @@
-"""Fixtures shared by the test packages: the host's view of sandbox jobs, and that none outlives its run."""
+"""Fixtures shared by the test packages: a throwaway PostgreSQL server, and the host's view of
+sandbox jobs (and that none outlives its run)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
+
+from gfcr.envs.sql.pg_server import TemporaryPostgres
+from gfcr.errors import ConfigError
 
 JOB_UIDS_FROM = 1_000_000  # the local sandbox runs each job as a fresh uid at or above this
 
@@ -48,3 +52,20 @@ def no_job_survives():
     before = set(job_pids())  # e.g. an open session of an earlier test
     yield
     assert set(job_pids()) <= before, "processes of a finished run are still alive on the host"
+
+
+@pytest.fixture(scope="session")
+def pg_url():
+    """The URL of a throwaway PostgreSQL server started from the installed binaries for this session.
+
+    Outside CI, a machine without PostgreSQL skips these tests; in CI (`CI` set) that is a failure.
+    """
+    try:
+        server = TemporaryPostgres()
+    except ConfigError as e:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no PostgreSQL server binaries: {e}")
+    server.start()
+    yield server.url
+    server.stop()

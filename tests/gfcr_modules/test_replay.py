@@ -133,31 +133,22 @@ def test_a_process_killed_mid_write_loses_nothing_it_committed(tmp_path: Path):
     assert set(committed) <= stored and len(stored) - len(committed) <= 1
 
 
-def test_the_buffer_and_the_skill_library_run_on_postgresql():
+def test_the_buffer_and_the_skill_library_run_on_postgresql(pg_url):
     """Any SQLAlchemy URL works: the same rules on a real PostgreSQL server (window functions, JSON)."""
-    from gfcr.envs.sql.pg_server import TemporaryPostgres
-
     from gfcr.skills import SkillLibrary
     from gfcr.synthetic import KINDS, ShopTools
 
-    try:
-        server = TemporaryPostgres()
-    except ConfigError as e:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"no PostgreSQL server binaries: {e}")
-    with server:
-        buffer = ReplayBuffer(ReplayConfig(url=server.url, max_per_task=2, max_staleness=1))
-        buffer.store_many([attempt("q", str(v), float(v % 2), version=str(v)) for v in range(5)])
-        assert [t.steps[0].action for t in buffer.sample("q", 5, "correct")] == ["3", "1"]
-        group, rescued = buffer.rescue([attempt("q", "x", 0.0)] * 3)
-        assert rescued and group[-1].total_reward == 1.0 and group[-1].signals["replayed"] is True
-        assert buffer.evict(current_version=4) == 3 and len(buffer) == 2  # stale 0-2, then the cap
-        buffer.close()
-        family = ShopTools(seed=0)
-        task = family.tasks(1)[0]
-        library = SkillLibrary(server.url)
-        (skill,) = library.extract(family.episode(task, KINDS[task.metadata["kind"]][1]))
-        library.record(skill.id, True)
-        library.close()
-        assert SkillLibrary(server.url).get(skill.id).successes == 1
+    buffer = ReplayBuffer(ReplayConfig(url=pg_url, max_per_task=2, max_staleness=1))
+    buffer.store_many([attempt("q", str(v), float(v % 2), version=str(v)) for v in range(5)])
+    assert [t.steps[0].action for t in buffer.sample("q", 5, "correct")] == ["3", "1"]
+    group, rescued = buffer.rescue([attempt("q", "x", 0.0)] * 3)
+    assert rescued and group[-1].total_reward == 1.0 and group[-1].signals["replayed"] is True
+    assert buffer.evict(current_version=4) == 3 and len(buffer) == 2  # stale 0-2, then the cap
+    buffer.close()
+    family = ShopTools(seed=0)
+    task = family.tasks(1)[0]
+    library = SkillLibrary(pg_url)
+    (skill,) = library.extract(family.episode(task, KINDS[task.metadata["kind"]][1]))
+    library.record(skill.id, True)
+    library.close()
+    assert SkillLibrary(pg_url).get(skill.id).successes == 1

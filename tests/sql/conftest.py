@@ -1,34 +1,12 @@
-"""Fixtures of the SQL tests: a real PostgreSQL server, and the bundled databases on every engine."""
+"""Fixtures of the SQL tests: the bundled databases on every engine (PostgreSQL: `pg_url`, tests/conftest.py)."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from gfcr.envs.sql.catalog import EngineSpec, open_database
-from gfcr.envs.sql.pg_server import TemporaryPostgres
-
-from gfcr.errors import ConfigError
 
 ENGINES = ("sqlite", "duckdb", "postgresql")
 DATASETS = ("chinook", "tau2_retail", "tau2_airline")
-
-
-@pytest.fixture(scope="session")
-def pg_url():
-    """The URL of a throwaway PostgreSQL server started from the installed binaries for this session.
-
-    Outside CI, a machine without PostgreSQL skips these tests; in CI (`CI` set) that is a failure.
-    """
-    try:
-        server = TemporaryPostgres()
-    except ConfigError as e:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"no PostgreSQL server binaries: {e}")
-    server.start()
-    yield server.url
-    server.stop()
 
 
 @pytest.fixture(scope="session")
