@@ -175,23 +175,14 @@ class Trainer:
                 )
         else:
             logger.warning("step %d: no trajectory with policy tokens; no update", self.step + 1)
-        lr = self.optimizer.param_groups[0]["lr"]  # the LR this step's update used
-        self.scheduler.step()
-        self.step += 1
-        self.models.sync(self.step)
         if self.replay is not None:
-            self.replay.evict(current_version=self.step)
-        step_s = time.perf_counter() - started
-        tokens = sum(len(s.input_ids) for s in samples)
+            self.replay.evict(current_version=self.step + 1)  # the version this step produces
         return {
             **rollout_metrics(result.trajectories, groups),
             "rollout/rescued": rescued,
             **stats,
-            "optim/lr": lr,
             "perf/rollout_s": rollout_s,
-            "perf/step_s": step_s,
-            "perf/tokens": tokens,
-            "perf/tokens_per_s": tokens / step_s,
+            **self._advance(started, samples),
         }
 
     def sft_step(self) -> dict[str, Any]:
@@ -203,14 +194,18 @@ class Trainer:
         size = min(self.config.sft.batch_size, len(self.sft_data))
         batch = [self.sft_data[i] for i in rng.choice(len(self.sft_data), size=size, replace=False)]
         stats = sft_update(self.model, self.optimizer, batch, self.settings)
+        return {**stats, **self._advance(started, batch)}
+
+    def _advance(self, started: float, samples: Sequence[Sample]) -> dict[str, float]:
+        """After an update: the LR schedule and the step move on and the rollout weights follow;
+        returns the step's optimizer and speed metrics."""
         lr = self.optimizer.param_groups[0]["lr"]  # the LR this step's update used
         self.scheduler.step()
         self.step += 1
         self.models.sync(self.step)
         step_s = time.perf_counter() - started
-        tokens = sum(len(s.input_ids) for s in batch)
+        tokens = sum(len(s.input_ids) for s in samples)
         return {
-            **stats,
             "optim/lr": lr,
             "perf/step_s": step_s,
             "perf/tokens": tokens,
