@@ -37,14 +37,14 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+
+from gfcr import __version__  # importing gfcr registers gfcr/Dialogue-v0
 from gfcr.agents import RandomPolicy
-from gfcr.agents.rollout import rollout
+from gfcr.agents.runner.rollout import rollout
+from gfcr.core import Message
 from gfcr.envs.dialogue import DialogueEnv, evaluate_conversation, gold_state, load_domain
 from gfcr.envs.dialogue import verdict as verdict_module
 from gfcr.envs.dialogue.db import Database
-
-from gfcr import __version__  # importing gfcr registers gfcr/Dialogue-v0
-from gfcr.core import Message
 from gfcr.errors import ToolError
 
 BENCH_DIR = Path(__file__).resolve().parent

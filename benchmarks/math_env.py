@@ -225,8 +225,9 @@ def gfcr_systems(
     from importlib.metadata import version
 
     import gymnasium
+
     from gfcr.envs.math import is_equivalent  # importing gfcr registers gfcr/Math-v0
-    from gfcr.envs.math.extract import extract_boxed
+    from gfcr.envs.math.answers.extract import extract_boxed
 
     env = gymnasium.make("gfcr/Math-v0", dataset="mmath")
     task_ids, golds = _match_tasks(env, problems)

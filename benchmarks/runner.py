@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import gymnasium as gym
+
 from gfcr.agents import (
     Completion,
     OraclePolicy,

@@ -24,10 +24,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import gymnasium as gym
+
 from gfcr.agents import Runner, RunnerConfig, SamplingParams, episodes_for_env
-from gfcr.agents.episode import Episode
-from gfcr.agents.tiny_model import write_tiny_model
-from gfcr.agents.vllm import VLLMPolicy
+from gfcr.agents.policies.vllm import VLLMPolicy
+from gfcr.agents.runner.episode import Episode
+from gfcr.apps.tiny_model import write_tiny_model
 
 
 def vllm_alone(policy: VLLMPolicy, specs, sampling: SamplingParams) -> tuple[float, int]:

@@ -36,11 +36,12 @@ from typing import Any
 
 import sqlglot
 from _sql_peers import latency, rate, unique
-from gfcr.envs.sql import Database, SQLEnv, TemporaryPostgres, execution_match
-from gfcr.envs.sql.build import ensure_file_database
-from gfcr.envs.sql.catalog import BUNDLED
-from gfcr.envs.sql.normalize import normalize_rows
 from sqlglot import expressions as exp
+
+from gfcr.envs.sql import Database, SQLEnv, TemporaryPostgres, execution_match
+from gfcr.envs.sql.data.build import ensure_file_database
+from gfcr.envs.sql.data.catalog import BUNDLED
+from gfcr.envs.sql.engines.normalize import normalize_rows
 
 BENCH_DIR = Path(__file__).resolve().parent
 PEER_PYTHON = BENCH_DIR / ".venv-peers" / "bin" / "python"

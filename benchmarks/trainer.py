@@ -26,7 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
-from gfcr.agents.tiny_model import write_tiny_model
+
+from gfcr.apps.tiny_model import write_tiny_model
 from gfcr.trainers import TrainConfig, Trainer
 
 ROOT = Path(__file__).resolve().parents[1]

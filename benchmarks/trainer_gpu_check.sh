@@ -19,7 +19,7 @@ mkdir -p "$OUT"
 export VLLM_ENABLE_V1_MULTIPROCESSING=0  # the engine in this process: what the trainer uses
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
-"$PY" -m gfcr.cli tiny-model "$OUT/tiny-model" 2>&1 | tail -1
+"$PY" -m gfcr.apps.cli tiny-model "$OUT/tiny-model" 2>&1 | tail -1
 
 "$PY" - "$OUT/tiny-model" <<'PY' 2>&1 | tee "$OUT/sync_weights.txt"
 import sys
@@ -27,8 +27,8 @@ import sys
 import torch
 from transformers import AutoModelForCausalLM
 
-from gfcr.agents.base import Request, SamplingParams
-from gfcr.agents.vllm import VLLMPolicy, sync_weights
+from gfcr.core.policy import Request, SamplingParams
+from gfcr.agents.policies.vllm import VLLMPolicy, sync_weights
 from gfcr.core import Message
 
 path = sys.argv[1]
@@ -61,7 +61,7 @@ assert policy.version == "1"
 print("sync_weights OK")
 PY
 
-"$PY" -m gfcr.cli train examples/tooluse_tiny_cpu.toml \
+"$PY" -m gfcr.apps.cli train examples/tooluse_tiny_cpu.toml \
   --set model.path="'$OUT/tiny-model'" --set out_dir="'$OUT/run'" --set rollout.backend='"vllm"' \
   --set 'rollout.vllm_options={gpu_memory_utilization=0.2, enforce_eager=true}' \
   --set steps=4 --set sft.steps=3 --set sft.episodes=64 --set log.eval_every=0 --set checkpoint_every=2 --set threads=0 \

@@ -12,6 +12,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
 from gfcr.trainers.logging import read_metrics  # noqa: E402
 
 

@@ -12,11 +12,10 @@ True
 True
 """
 
-__version__ = "0.1.0"
-
 from gfcr.errors import ConfigError, DataError, GfcrError, ToolError, UnknownNameError
 from gfcr.registry import list_envs, register_builtin_envs, register_env
 from gfcr.suites import Suite, SuiteEntry, list_suites, make_suite, register_suite
+from gfcr.version import __version__
 
 register_builtin_envs()
 

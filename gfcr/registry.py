@@ -12,6 +12,7 @@ and Gymnasium's own `gymnasium.register` keeps working for ids in the `gfcr/` na
 
 from __future__ import annotations
 
+import importlib
 import logging
 from importlib.metadata import entry_points
 from typing import Any
@@ -71,3 +72,19 @@ def env_class(env_id: str) -> type:
         raise UnknownNameError("env id", env_id, list_envs())
     entry_point = gym.spec(env_id).entry_point
     return load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+
+
+# Policy specs are resolved by name, as env ids are: a judge or an LLM user given "hf:PATH" builds
+# the policy through the agents layer without importing upward.
+POLICY_FACTORY = "gfcr.agents.policies:make_policy"
+
+
+def make_policy(spec: str) -> Any:
+    """The policy a spec names (`scripted:oracle`, `hf:PATH`, `openai:MODEL@URL` …): see
+    `gfcr.agents.make_policy`, which this loads by name on first use.
+
+    >>> make_policy("scripted:oracle").name
+    'scripted:oracle'
+    """
+    module, _, name = POLICY_FACTORY.partition(":")
+    return getattr(importlib.import_module(module), name)(spec)

@@ -18,9 +18,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from gfcr.sandboxes.program import ENV
-
 from gfcr.errors import SandboxUnavailableError
+from gfcr.sandboxes.program import ENV
 
 INSIDE = "/run/gfcr"
 CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_KILL")

@@ -15,9 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gfcr.sandboxes.base import ExecResult, Files, Limits, Session, Status
-
 from gfcr.errors import ConfigError
+from gfcr.sandboxes.base import ExecResult, Files, Limits, Session, Status
 
 TRUNCATION_MARKER = "\n…[gfcr: output truncated at {limit} bytes]"
 MAX_FILE_PATH = 255

@@ -24,12 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gfcr.errors import ConfigError, SandboxUnavailableError
 from gfcr.sandboxes import program
 from gfcr.sandboxes.base import ExecResult, Files, Limits
 from gfcr.sandboxes.common import RawOutcome, SandboxBase, SessionBase, check_files, make_result
 from gfcr.sandboxes.languages import get_language
-
-from gfcr.errors import ConfigError, SandboxUnavailableError
 
 logger = logging.getLogger(__name__)
 DEFAULT_IMAGE = "python:3.11-slim"

@@ -13,9 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gfcr.sandboxes.base import Sandbox
-
 from gfcr.errors import SandboxUnavailableError, UnknownNameError
+from gfcr.sandboxes.base import Sandbox
 
 BACKENDS = ("auto", "local", "docker", "unsafe-process")
 _shared: dict[tuple[Any, ...], Sandbox] = {}

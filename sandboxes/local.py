@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from gfcr.errors import ConfigError, SandboxError
 from gfcr.sandboxes import program
 from gfcr.sandboxes.base import ExecResult, Files, Limits
 from gfcr.sandboxes.bwrap import check_local_backend, default_python, worker_command
@@ -39,8 +40,6 @@ from gfcr.sandboxes.cgroups import Cgroup
 from gfcr.sandboxes.common import RawOutcome, SandboxBase, SessionBase, check_files, limits_dict, make_result
 from gfcr.sandboxes.languages import get_language
 from gfcr.sandboxes.pool import WorkerPool
-
-from gfcr.errors import ConfigError, SandboxError
 
 logger = logging.getLogger(__name__)
 START_TIMEOUT_S = 30.0

@@ -7,11 +7,10 @@ partial
 
 from __future__ import annotations
 
-from gfcr.sandboxes.base import ExecResult, Limits, Sandbox
-from gfcr.sandboxes.factory import shared_sandbox
-
 from gfcr.core import ToolSpec
 from gfcr.errors import SandboxError, ToolError
+from gfcr.sandboxes.base import ExecResult, Limits, Sandbox
+from gfcr.sandboxes.factory import shared_sandbox
 
 TOOL_LIMITS = Limits(wall_s=10.0, cpu_s=10.0, memory_mb=512, max_processes=32, max_output_bytes=20_000)
 _STATUS_TEXT = {

@@ -22,12 +22,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from gfcr.errors import ConfigError, SandboxError
 from gfcr.sandboxes import program
 from gfcr.sandboxes.base import ExecResult, Files, Limits
 from gfcr.sandboxes.common import RawOutcome, SandboxBase, SessionBase, check_files, make_result
 from gfcr.sandboxes.languages import get_language
-
-from gfcr.errors import ConfigError, SandboxError
 
 WARNING = "make_sandbox('unsafe-process') runs code WITHOUT isolation; use it for trusted code only"
 PROGRAM = str(Path(__file__).with_name("program.py"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gfcr.envs.sql.pg_server import TemporaryPostgres
+from gfcr.envs.sql.engines.pg_server import TemporaryPostgres
 from gfcr.errors import ConfigError
 
 JOB_UIDS_FROM = 1_000_000  # the local sandbox runs each job as a fresh uid at or above this

@@ -13,7 +13,7 @@ from gymnasium.utils.env_checker import check_env
 
 import gfcr
 from gfcr.agents import OraclePolicy
-from gfcr.agents.rollout import rollout
+from gfcr.agents.runner.rollout import rollout
 
 DOC = Path(__file__).parents[1] / "docs" / "add-your-own-environment.md"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from gfcr.cli import app
+from gfcr.apps.cli import app
 from gfcr.core import read_jsonl
 
 runner = CliRunner()

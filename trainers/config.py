@@ -21,10 +21,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from gfcr.trainers.losses import LOSSES
-
 from gfcr.errors import ConfigError, UnknownNameError
 from gfcr.filter import ADVANTAGE_ESTIMATORS
+from gfcr.trainers.losses import LOSSES
 
 SCHEDULES = ("constant", "linear", "cosine")
 BACKENDS = ("hf", "vllm")

@@ -21,11 +21,11 @@ from functools import partial
 from typing import Any
 
 import torch
-from gfcr.agents.base import Policy
+
+from gfcr.core.policy import Policy
+from gfcr.errors import ConfigError
 from gfcr.trainers.batching import MicroBatch, token_logprobs
 from gfcr.trainers.config import TrainConfig
-
-from gfcr.errors import ConfigError
 
 
 @dataclass
@@ -45,7 +45,7 @@ def load_models(config: TrainConfig) -> Models:
     if config.rollout.backend == "vllm":
         policy, model, tokenizer, device = _load_vllm(config)
     else:
-        from gfcr.agents.hf import HFPolicy
+        from gfcr.agents.policies.hf import HFPolicy
 
         policy = HFPolicy(config.model.path, device=config.model.device)
         model, tokenizer, device = policy.model, policy.tokenizer, policy.device
@@ -69,8 +69,9 @@ def load_models(config: TrainConfig) -> Models:
 
 
 def _load_vllm(config: TrainConfig) -> tuple[Policy, torch.nn.Module, Any, str]:
-    from gfcr.agents.vllm import VLLMPolicy
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from gfcr.agents.policies.vllm import VLLMPolicy
 
     if not torch.cuda.is_available():
         raise ConfigError("rollout backend 'vllm' needs a CUDA GPU; use backend = 'hf' on CPU")
@@ -132,7 +133,7 @@ def _sync(policy: Policy, model: torch.nn.Module, config: TrainConfig) -> Callab
 
         return shared
 
-    from gfcr.agents.vllm import sync_weights
+    from gfcr.agents.policies.vllm import sync_weights
 
     def to_engine(step: int) -> None:
         if config.model.lora_rank > 0:  # merge, copy the merged weights, unmerge

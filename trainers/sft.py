@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
-from gfcr.agents.chat import ChatEncoder
-from gfcr.trainers.batching import Sample, sample_from_trajectory
 
+from gfcr.agents.policies.chat import ChatEncoder
 from gfcr.core import TokenData, Trajectory
 from gfcr.errors import DataError
+from gfcr.trainers.batching import Sample, sample_from_trajectory
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +38,8 @@ def tokenize_trajectory(
     """Token data for a text-only trajectory, in the runner's token-in-token-out layout.
 
     >>> import tempfile
-    >>> from gfcr.agents.chat import load_chat_encoder
-    >>> from gfcr.agents.tiny_model import write_tiny_model
+    >>> from gfcr.agents.policies.chat import load_chat_encoder
+    >>> from gfcr.apps.tiny_model import write_tiny_model
     >>> from gfcr.core import Message
     >>> chat = load_chat_encoder(str(write_tiny_model(tempfile.mkdtemp(), vocab_size=400, corpus_tasks=20)))
     >>> t = Trajectory("e", "t", "hi", messages=[Message("user", "hi"), Message("assistant", "yo")])

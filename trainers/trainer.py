@@ -14,7 +14,7 @@ One RL step:
 A supervised warm start (`[sft] steps > 0`, `sft.py`) runs first on filtered trajectories.
 
 >>> import tempfile
->>> from gfcr.agents.tiny_model import write_tiny_model
+>>> from gfcr.apps.tiny_model import write_tiny_model
 >>> out = tempfile.mkdtemp()
 >>> config = TrainConfig.from_dict({
 ...     "model": {"path": str(write_tiny_model(out + "/m", vocab_size=400, corpus_tasks=20))},
@@ -37,8 +37,13 @@ from typing import Any
 
 import numpy as np
 import torch
+
 from gfcr.agents import Runner, RunnerConfig, episodes_for_env, make_policy
-from gfcr.agents.base import SamplingParams
+from gfcr.control import ControlConfig, RolloutController
+from gfcr.core import Trajectory, read_jsonl, write_jsonl
+from gfcr.core.policy import SamplingParams
+from gfcr.generate.groups import group_by_task
+from gfcr.replay import ReplayBuffer, ReplayConfig
 from gfcr.trainers import checkpoint as ckpt
 from gfcr.trainers.batching import Sample, samples_from_groups
 from gfcr.trainers.config import TrainConfig
@@ -46,11 +51,6 @@ from gfcr.trainers.logging import MetricLogger, TrainProgress
 from gfcr.trainers.models import load_models
 from gfcr.trainers.sft import filter_trajectories, sft_samples
 from gfcr.trainers.update import UpdateSettings, fill_old_logprobs, policy_update, sft_update
-
-from gfcr.control import ControlConfig, RolloutController
-from gfcr.core import Trajectory, read_jsonl, write_jsonl
-from gfcr.generate.groups import group_by_task
-from gfcr.replay import ReplayBuffer, ReplayConfig
 
 logger = logging.getLogger(__name__)
 

@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 
 import torch
+
 from gfcr.trainers.batching import MicroBatch, Sample, collate, micro_batches, token_logprobs
 from gfcr.trainers.config import LossConfig
 from gfcr.trainers.losses import BatchTotals, policy_loss, sft_loss

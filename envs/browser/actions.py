@@ -23,8 +23,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gfcr.core.python_ast import parse_python
 from gfcr.core import ToolCall
+from gfcr.core.python_ast import parse_python
 
 MAX_CALLS = 50
 

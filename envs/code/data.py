@@ -29,10 +29,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from gfcr.core import Task
 from gfcr.core.python_ast import AST_LOCK, parse_python
 from gfcr.envs.tasks import TaskSource
-
-from gfcr.core import Task
 from gfcr.errors import DataError, UnknownNameError
 
 DATASETS = ("humaneval",)

@@ -15,15 +15,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
+from gfcr.core import Action, Message, Task
 from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.code.data import load_source
 from gfcr.envs.code.grading import DEFAULT_LIMITS
 from gfcr.envs.code.verifier import CodeVerifier, code_signals
 from gfcr.envs.tasks import TaskSource
-from gfcr.sandboxes import Limits, Sandbox
-
-from gfcr.core import Action, Message, Task
 from gfcr.errors import GfcrError, SandboxError
+from gfcr.sandboxes import Limits, Sandbox
 
 logger = logging.getLogger(__name__)
 FUNCTION_INSTRUCTIONS = (

@@ -4,6 +4,7 @@ reply itself when it is Python code."""
 from __future__ import annotations
 
 import re
+
 from gfcr.core.python_ast import parse_python
 
 _FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)

@@ -15,16 +15,15 @@ import json
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from gfcr.core import Action, Message, Task, ToolSpec
 from gfcr.envs.base import Outcome
 from gfcr.envs.code.env import CodeEnv, _reference
 from gfcr.envs.code.extract import extract_code
 from gfcr.envs.code.grading import grade
 from gfcr.envs.code.verifier import summary
+from gfcr.errors import SandboxError, ToolError
 from gfcr.sandboxes import Session
 from gfcr.sandboxes.tools import format_result
-
-from gfcr.core import Action, Message, Task, ToolSpec
-from gfcr.errors import SandboxError, ToolError
 
 TOOL_HINT = (
     "\n\nYou may call run_python(code) to run code in a persistent Python session, run_tests(code) to run "

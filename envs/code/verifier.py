@@ -15,14 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gfcr.core import Task, Trajectory, Verdict, parse_action
+from gfcr.core.trajectory import Signals
 from gfcr.envs.code.extract import compiles, extract_code
 from gfcr.envs.code.grading import DEFAULT_LIMITS, code_sandbox, grade
 from gfcr.envs.code.grading import Verdict as TestReport
 from gfcr.sandboxes import STATUSES, Limits, Sandbox
-
-from gfcr.core import Task, Trajectory, parse_action
-from gfcr.core.trajectory import Signals
-from gfcr.filter import Verdict
 
 NO_PROGRAM = "No program found. Reply with your solution in a ```python code block."
 SYNTAX_ERROR = "Your program has a syntax error; no test ran."

@@ -21,13 +21,12 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from gfcr.core import Task
 from gfcr.envs.dialogue.db import Tables
 from gfcr.envs.dialogue.tools.airline import AirlineTools
 from gfcr.envs.dialogue.tools.common import Toolkit
 from gfcr.envs.dialogue.tools.retail import RetailTools
 from gfcr.envs.tasks import TaskSource
-
-from gfcr.core import Task
 from gfcr.errors import DataError, UnknownNameError
 
 DOMAINS: dict[str, type[Toolkit]] = {"airline": AirlineTools, "retail": RetailTools}

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from gfcr.core import Action, Message, Task, ToolCall  # noqa: F401  (ToolCall: in the doctest)
 from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.dialogue.data import load_domain, task_source
 from gfcr.envs.dialogue.db import Database
@@ -37,8 +38,6 @@ from gfcr.envs.dialogue.users.llm import LLMUser
 from gfcr.envs.dialogue.users.scripted import ScriptedUser
 from gfcr.envs.dialogue.verdict import Verdict, gold_state, judge, unsaid
 from gfcr.envs.tasks import TaskSource
-
-from gfcr.core import Action, Message, Task, ToolCall  # noqa: F401  (ToolCall: in the doctest)
 from gfcr.errors import ConfigError
 
 TOOL_CRASHED = "tool_crashed"  # a tool raised something other than ToolError: gfcr's fault, not the agent's

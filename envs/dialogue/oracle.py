@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from gfcr.core import Message, Task, parse_action
 from gfcr.envs.dialogue.users.base import agent_texts
 from gfcr.envs.dialogue.verdict import unsaid
-
-from gfcr.core import Message, Task, parse_action
 
 TRANSFER_SENTENCE = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."  # the policies' wording
 CLOSING = "I understand. Is there anything else I can help you with today?"

@@ -14,11 +14,10 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from gfcr.core import Message, Task, ToolCall
 from gfcr.envs.dialogue.data import load_domain
 from gfcr.envs.dialogue.db import Database
 from gfcr.envs.dialogue.users.base import agent_texts
-
-from gfcr.core import Message, Task, ToolCall
 from gfcr.errors import ToolError
 
 

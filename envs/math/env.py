@@ -16,13 +16,13 @@ from typing import Any, ClassVar
 
 from gfcr.core import Action, Message, Task, ToolSpec
 from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.math.answers.extract import extract_boxed
 from gfcr.envs.math.calculator import calculator
 from gfcr.envs.math.data import load_source
-from gfcr.envs.math.extract import extract_boxed
 from gfcr.envs.math.verifier import MathVerifier, answer_signals, check_answer
 from gfcr.envs.tasks import TaskSource
-from gfcr.sandboxes.tools import python_tool
 from gfcr.errors import UnknownNameError
+from gfcr.sandboxes.tools import python_tool
 
 # `python` runs a program in the process's shared sandbox (made on its first call).
 TOOLS: dict[str, ToolSpec] = {"calculator": ToolSpec.from_function(calculator), "python": python_tool()}

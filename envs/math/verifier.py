@@ -11,12 +11,10 @@ Verdict(reward=1.0, passed=True, signals={'format_ok': True, 'answer_extracted':
 
 from __future__ import annotations
 
-from gfcr.envs.math.equivalence import is_equivalent
-from gfcr.envs.math.extract import extract_boxed
-
-from gfcr.core import Task, Trajectory
+from gfcr.core import Task, Trajectory, Verdict
 from gfcr.core.trajectory import Signals
-from gfcr.filter import Verdict
+from gfcr.envs.math.answers.equivalence import is_equivalent
+from gfcr.envs.math.answers.extract import extract_boxed
 
 
 def check_answer(task: Task, answer: str) -> bool:

@@ -7,9 +7,9 @@
 - `SQLEnv`: the env; `TemporaryPostgres`: a throwaway server for tests and demos.
 """
 
-from gfcr.envs.sql.database import Database, execution_match
+from gfcr.envs.sql.engines.database import Database, execution_match
+from gfcr.envs.sql.engines.pg_server import TemporaryPostgres
 from gfcr.envs.sql.env import SQLEnv, extract_sql
 from gfcr.envs.sql.matching import results_match
-from gfcr.envs.sql.pg_server import TemporaryPostgres
 
 __all__ = ["Database", "SQLEnv", "TemporaryPostgres", "execution_match", "extract_sql", "results_match"]

@@ -20,14 +20,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from gfcr.envs.base import Outcome, TextEnv
-from gfcr.envs.sql.catalog import EngineSpec, open_database, questions_for, schema_prompt
-from gfcr.envs.sql.database import DEFAULT_TIMEOUT_S, Database
-from gfcr.envs.sql.prompt import ENGINE_NAMES, render_result
-from gfcr.envs.sql.questions import SQLQuestion
-from gfcr.envs.tasks import TaskSource
-
 from gfcr.core import Action, Message, Task, ToolSpec
+from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.sql.data.catalog import EngineSpec, open_database, questions_for, schema_prompt
+from gfcr.envs.sql.data.questions import SQLQuestion
+from gfcr.envs.sql.engines.database import DEFAULT_TIMEOUT_S, Database
+from gfcr.envs.sql.prompt import ENGINE_NAMES, render_result
+from gfcr.envs.tasks import TaskSource
 from gfcr.errors import ConfigError, QueryError
 
 Mode = Literal["multi_turn", "single_turn"]

@@ -16,9 +16,10 @@ from functools import lru_cache
 from typing import Any
 
 import sqlglot
-from gfcr.envs.sql.guard import SQLGLOT_DIALECTS
-from gfcr.envs.sql.normalize import Row, normalize_rows
 from sqlglot import expressions as exp
+
+from gfcr.envs.sql.engines.guard import SQLGLOT_DIALECTS
+from gfcr.envs.sql.engines.normalize import Row, normalize_rows
 
 MAX_COLUMN_PERMUTATIONS = 720  # 6! : more ambiguous column orders than this are not all tried
 MAX_GREEDY_ROWS = 5_000  # row multisets compared pairwise (tolerant floats) up to this size

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gfcr.envs.sql.drivers import RawResult
-from gfcr.envs.sql.normalize import normalize_value
+from gfcr.envs.sql.engines.drivers import RawResult
+from gfcr.envs.sql.engines.normalize import normalize_value
 
 MAX_CELL_CHARS = 80
 ENGINE_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "duckdb": "DuckDB"}

@@ -20,10 +20,9 @@ import random
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from gfcr.core import Action, Message, Task, ToolSpec
 from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.tasks import TaskSource
-
-from gfcr.core import Action, Message, Task, ToolSpec
 from gfcr.errors import ConfigError
 
 LOOKUP_CALL = '<tool_call>{"name": "lookup", "arguments": {}}</tool_call>'

@@ -1,6 +1,6 @@
 """`RolloutController`: the Control module as the runner's hook, configured by `ControlConfig`.
 
-It fits `gfcr.agents.hooks.Controller` (the runner calls `schedule` once per run and
+It fits `gfcr.core.hooks.Controller` (the runner calls `schedule` once per run and
 `after_step` after every step of a live episode) and learns from finished runs through
 `observe`:
 
@@ -18,13 +18,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from gfcr.agents.hooks import Decision  # the runner's hook contract, re-exported here
 from gfcr.control.budget import BudgetScheduler
 from gfcr.control.dynamic import observe
 from gfcr.control.posterior import PromptHistory
 from gfcr.control.selection import SELECTORS, PromptSelector, ThompsonSelector
 from gfcr.control.stopping import LengthBudget, PrefixStop
 from gfcr.core import Trajectory
+from gfcr.core.hooks import Decision  # the runner's hook contract, re-exported here
 from gfcr.errors import ConfigError, UnknownNameError
 from gfcr.generate.groups import expand_groups, group_by_task
 from gfcr.generate.tree import BranchAt

@@ -1,26 +1,52 @@
-"""The rollout types: what a task, a message, an action, a step and a trajectory are.
+"""The contracts: rollout types, the policy protocol, the runner's hooks, and the verifier's verdict.
 
-`gfcr.core` knows no env, policy or trainer; everything else in gfcr speaks these types.
+`gfcr.core` imports nothing of gfcr above it; everything else in gfcr speaks these types.
+
+- the rollout: `Task`, `Message`, `ToolCall`, `ToolSpec`, `Action`, `Step`, `Trajectory` (with
+  `TokenData`, `Cost`, `Provenance`) and JSONL I/O (`messages.py`, `task.py`, `tools.py`, `trajectory.py`);
+- the policy protocol: `Policy`, `TokenPolicy`, `AsyncPolicy`, `Request`, `SamplingParams`,
+  `Completion` (`policy.py`), and `PolicyChat`, a policy as a cached chat function (`chat.py`);
+- what the runner plays and where the GFCR modules plug in: `EnvConfig`, `EpisodeSpec`
+  (`episode.py`), `Controller`, `Decision`, `SignalReader`, `ReplaySink` (`hooks.py`);
+- judging: the `Verifier` protocol and its `Verdict` (`verdict.py`).
 """
 
+from gfcr.core.episode import EnvConfig, EpisodeSpec
+from gfcr.core.hooks import Controller, Decision, ReplaySink, SignalReader
 from gfcr.core.messages import Action, Message, ToolCall
 from gfcr.core.parsing import parse_action
+from gfcr.core.policy import AsyncPolicy, Completion, Policy, Request, SamplingParams, TokenPolicy
 from gfcr.core.task import Task
 from gfcr.core.tools import ToolSpec
 from gfcr.core.trajectory import Cost, Provenance, Step, TokenData, Trajectory, read_jsonl, write_jsonl
+from gfcr.core.verdict import Verdict, Verifier
 
 __all__ = [
     "Action",
+    "AsyncPolicy",
+    "Completion",
+    "Controller",
     "Cost",
+    "Decision",
+    "EnvConfig",
+    "EpisodeSpec",
     "Message",
+    "Policy",
     "Provenance",
+    "ReplaySink",
+    "Request",
+    "SamplingParams",
+    "SignalReader",
     "Step",
     "Task",
     "TokenData",
+    "TokenPolicy",
     "ToolCall",
     "ToolSpec",
     "Trajectory",
-    "read_jsonl",
+    "Verdict",
+    "Verifier",
     "parse_action",
+    "read_jsonl",
     "write_jsonl",
 ]

@@ -13,6 +13,7 @@ from typing import Any
 
 from gfcr.core.messages import Message
 from gfcr.errors import DataError
+from gfcr.version import __version__
 
 Signals = dict[str, float | bool]
 
@@ -71,7 +72,7 @@ class Provenance:
     policy_version: str = ""
     seed: int | None = None
     time: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
-    gfcr_version: str = field(default_factory=lambda: _gfcr_version())
+    gfcr_version: str = __version__
 
 
 @dataclass
@@ -175,8 +176,3 @@ def read_jsonl(path: str | Path) -> Iterator[Trajectory]:
                 return
             raise DataError(f"{path}:{number}: not valid JSON ({e})") from e
 
-
-def _gfcr_version() -> str:
-    from gfcr import __version__
-
-    return __version__

@@ -2,7 +2,7 @@
 
 The judge talks to a `ChatModel`: any callable from chat messages to the reply text. It also
 takes a gfcr policy, or a policy spec (`"openai:MODEL@URL"`, `"hf:PATH"`, `"vllm:PATH"` …),
-which `policy_chat` turns into a chat model:
+which `gfcr.core.PolicyChat` turns into a chat model:
 
     judge = LLMJudge("openai:judge@http://127.0.0.1:8000/v1")
 """
@@ -13,13 +13,14 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import MutableMapping, Sequence
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from gfcr.core import Message, Task, Trajectory
+from gfcr.core.chat import ChatModel, PolicyChat
+from gfcr.core.verdict import Verdict
 from gfcr.errors import ConfigError
-from gfcr.filter.verifier import Verdict
 
 INSTRUCTIONS = (
     "You are a strict grader. Read the task, the reference answer if one is given, and the response. "
@@ -29,41 +30,11 @@ INSTRUCTIONS = (
 _SCORE = re.compile(r"SCORE:\s*([01](?:\.\d+)?|\.\d+)", re.IGNORECASE)
 
 
-class ChatModel(Protocol):
-    """Anything that answers a conversation with text."""
-
-    def __call__(self, messages: Sequence[Message]) -> str: ...
-
-
-def policy_chat(policy: Any, *, temperature: float = 0.0, max_tokens: int = 1024) -> ChatModel:
-    """A chat model from a gfcr policy (an object with `generate`) or a policy spec.
-
-    Filter sits below `gfcr.agents`, which builds policies; like the envs that take a model
-    (LLM users), it imports it only here, when asked to.
-
-    >>> chat = policy_chat("scripted:random")
-    >>> isinstance(chat([Message("user", "Grade this.")]), str)
-    True
-    """
-    from gfcr.agents import Request, SamplingParams, make_policy
-
-    if isinstance(policy, str):
-        policy = make_policy(policy)
-    if not callable(getattr(policy, "generate", None)):
-        raise ConfigError(f"expected a policy spec or an object with generate(), got {policy!r}")
-    sampling = SamplingParams(temperature=temperature, max_tokens=max_tokens)
-
-    def chat(messages: Sequence[Message]) -> str:
-        return policy.generate([Request(tuple(messages), sampling=sampling)])[0].text
-
-    return chat
-
-
 @dataclass
 class LLMJudge:
     """Scores a trajectory's final response in [0, 1]; passes at `pass_at`.
 
-    `model` is a `ChatModel`, a policy or a policy spec (see `policy_chat`; greedy decoding).
+    `model` is a `ChatModel`, a policy or a policy spec (see `PolicyChat`; greedy decoding).
     `cache` maps a hash of the judge's prompt (and of the model's spec, or policy name and
     version) to its score; pass a persistent mapping (e.g.
     `shelve.open(path)`) to keep scores across runs. A reply without a readable `SCORE:` line
@@ -99,7 +70,7 @@ class LLMJudge:
             else f"{getattr(model, 'name', '')}@{getattr(model, 'version', '')}"
         )
         if isinstance(model, str) or callable(getattr(model, "generate", None)):
-            model = policy_chat(model)
+            model = PolicyChat(model)
         if not callable(model):
             raise ConfigError(f"model must be a chat model, a policy or a policy spec, got {model!r}")
         self._chat: ChatModel = model

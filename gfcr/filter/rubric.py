@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from gfcr.core import Task, Trajectory
+from gfcr.core.verdict import Verdict, Verifier
 from gfcr.errors import ConfigError
 from gfcr.filter.signals import response_length
-from gfcr.filter.verifier import Verdict, Verifier
 
 
 @dataclass(frozen=True)

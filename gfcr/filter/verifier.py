@@ -1,38 +1,15 @@
-"""The `Verifier` protocol: what every env family's checker implements, and its `Verdict`.
+"""`SignalVerifier`: the verdict an env already gave, read back from a trajectory's signals.
 
-A verifier judges a finished (or partial) trajectory of a task against the task's gold data.
-Env families implement it next to their env (`gfcr.envs.math.MathVerifier`); the GFCR modules
-(rubrics, replay, control) only ever see this protocol.
+The `Verifier` protocol and its `Verdict` live in `gfcr.core.verdict` .
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
 
 from gfcr.core import Task, Trajectory
-from gfcr.core.trajectory import Signals
+from gfcr.core.verdict import Verdict
 from gfcr.errors import ConfigError
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A verifier's judgement: the reward, whether the work passed, and the signals behind it.
-
-    >>> Verdict(1.0, True, {"correct": True}).passed
-    True
-    """
-
-    reward: float
-    passed: bool
-    signals: Signals = field(default_factory=dict)
-
-
-@runtime_checkable
-class Verifier(Protocol):
-    """Judges `trajectory` as an attempt at `task`; must never raise on malformed work."""
-
-    def verify(self, task: Task, trajectory: Trajectory) -> Verdict: ...
 
 
 @dataclass(frozen=True)
@@ -58,3 +35,4 @@ class SignalVerifier:
     def verify(self, task: Task, trajectory: Trajectory) -> Verdict:
         value = float(trajectory.signals.get(self.key, 0.0))
         return Verdict(value, value >= self.threshold, dict(trajectory.signals))
+

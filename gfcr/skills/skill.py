@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from gfcr.core.python_ast import parse_python
 from gfcr.core import Trajectory
+from gfcr.core.python_ast import parse_python
 from gfcr.errors import ConfigError, DataError
 
 KINDS = ("tool_sequence", "function")

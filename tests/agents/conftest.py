@@ -9,14 +9,14 @@ import pytest
 def tiny_model(tmp_path_factory):
     """A `gfcr tiny-model` directory (random weights, a tokenizer trained here, a tool-aware template)."""
     pytest.importorskip("transformers", reason="the hf extra is not installed: pip install -e '.[hf]'")
-    from gfcr.agents.tiny_model import write_tiny_model
+    from gfcr.apps.tiny_model import write_tiny_model
 
     return write_tiny_model(tmp_path_factory.mktemp("tiny-model"), vocab_size=512, corpus_tasks=100)
 
 
 @pytest.fixture(scope="session")
 def hf_policy(tiny_model):
-    from gfcr.agents.hf import HFPolicy
+    from gfcr.agents.policies.hf import HFPolicy
 
     return HFPolicy(tiny_model)
 
@@ -42,6 +42,6 @@ def vllm_policy(tiny_model):
     reason = _gpu_reason()
     if reason is not None:
         pytest.skip(reason)
-    from gfcr.agents.vllm import VLLMPolicy
+    from gfcr.agents.policies.vllm import VLLMPolicy
 
     return VLLMPolicy(tiny_model, enforce_eager=True, gpu_memory_utilization=0.3)

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 import gymnasium as gym
+
 from gfcr.agents import Completion, Request
+from gfcr.core import Action, Message, Task, ToolSpec
 from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.tasks import TaskSource
-
-from gfcr.core import Action, Message, Task, ToolSpec
 
 
 def echo(text: str) -> str:

@@ -8,15 +8,15 @@ from itertools import combinations
 from pathlib import Path
 
 import pytest
-from gfcr.agents import Runner
-from gfcr.agents.bench.bench import AgentResult, BenchConfig, BenchResult, config_label
-from gfcr.agents.bench.metrics import pass_at_k, pass_hat_k, score
-from gfcr.agents.bench.report import write_report
-from gfcr.agents.specs import EpisodeSpec, env_config
 from runner_envs import ScriptPolicy
 from typer.testing import CliRunner
 
-from gfcr.cli import app
+from gfcr.agents import Runner
+from gfcr.agents.runner.specs import EpisodeSpec, env_config
+from gfcr.apps.bench.bench import AgentResult, BenchConfig, BenchResult, config_label
+from gfcr.apps.bench.metrics import pass_at_k, pass_hat_k, score
+from gfcr.apps.bench.report import write_report
+from gfcr.apps.cli import app
 from gfcr.core import read_jsonl
 
 cli = CliRunner()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from gfcr.cli import app
+from gfcr.apps.cli import app
 from gfcr.core import read_jsonl
 
 cli = CliRunner()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from gfcr.agents import Request, SamplingParams, make_policy
 
+from gfcr.agents import Request, SamplingParams, make_policy
 from gfcr.core import Message
 from gfcr.errors import PolicyError
 
@@ -57,7 +57,7 @@ def test_a_missing_model_is_an_error_naming_the_path_and_the_fix(tmp_path):
 
 def test_prompts_of_very_different_lengths_are_batched_apart_and_answered_in_order(hf_policy):
     """A long prompt goes in a batch of its own (no padding the short ones to its length)."""
-    from gfcr.agents.hf import _chunks, _Row
+    from gfcr.agents.policies.hf import _chunks, _Row
 
     rows = [_Row(i, (1,) * n, SamplingParams()) for i, n in enumerate([10, 5000, 12, 11])]
     assert list(_chunks([0, 3, 2, 1], rows, max_rows=64, max_tokens=1000)) == [[0, 3, 2], [1]]

@@ -19,11 +19,10 @@ openai = pytest.importorskip("openai", reason="the openai extra is not installed
 pytest.importorskip("fastapi", reason="the serve extra is not installed")
 
 from gfcr.agents import Completion, Request, Runner, RunnerConfig, SamplingParams, episodes_for_env  # noqa: E402
-from gfcr.agents.chat import ChatTokens  # noqa: E402
-from gfcr.agents.openai_api import OpenAIPolicy  # noqa: E402
-from gfcr.agents.server import create_app  # noqa: E402
-from gfcr.agents.specs import EpisodeSpec, env_config  # noqa: E402
-
+from gfcr.agents.policies.chat import ChatTokens  # noqa: E402
+from gfcr.agents.policies.openai_api import OpenAIPolicy  # noqa: E402
+from gfcr.agents.runner.specs import EpisodeSpec, env_config  # noqa: E402
+from gfcr.apps.serve import create_app  # noqa: E402
 from gfcr.core import read_jsonl  # noqa: E402
 
 

@@ -7,8 +7,8 @@ import pytest
 ray = pytest.importorskip("ray", reason="the ray extra is not installed: pip install -e '.[ray]'")
 
 from gfcr.agents import OraclePolicy, Runner, RunnerConfig, episodes_for_env  # noqa: E402
-from gfcr.agents.ray_backend import ray_policy  # noqa: E402
-from gfcr.agents.specs import EpisodeSpec, env_config  # noqa: E402
+from gfcr.agents.runner.ray_backend import ray_policy  # noqa: E402
+from gfcr.agents.runner.specs import EpisodeSpec, env_config  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+from runner_envs import ScriptPolicy
+
 from gfcr.agents import (
     Controller,
     Decision,
@@ -20,9 +22,7 @@ from gfcr.agents import (
     RunnerConfig,
     episodes_for_env,
 )
-from gfcr.agents.specs import env_config
-from runner_envs import ScriptPolicy
-
+from gfcr.agents.runner.specs import env_config
 from gfcr.core import read_jsonl
 from gfcr.errors import ConfigError
 

@@ -6,11 +6,11 @@ import json
 from collections.abc import Sequence
 
 import pytest
-from gfcr.agents import Completion, Request, Runner, RunnerConfig, SamplingParams
-from gfcr.agents.chat import ChatTokens
-from gfcr.agents.specs import EpisodeSpec, env_config
 from runner_envs import EchoEnv  # noqa: F401  (registers test/Echo-v0)
 
+from gfcr.agents import Completion, Request, Runner, RunnerConfig, SamplingParams
+from gfcr.agents.policies.chat import ChatTokens
+from gfcr.agents.runner.specs import EpisodeSpec, env_config
 from gfcr.core import Message
 
 

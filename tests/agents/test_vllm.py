@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from gfcr.agents import Request, Runner, RunnerConfig, SamplingParams, episodes_for_env
-
 from gfcr.core import Message
 
 

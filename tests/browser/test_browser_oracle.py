@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from gfcr.agents import OraclePolicy, RandomPolicy
-from gfcr.agents.rollout import rollout
+from gfcr.agents.runner.rollout import rollout
 from gfcr.envs.browser.apps import APPS
 from gfcr.envs.browser.data import app_source
 from gfcr.envs.browser.miniwob_oracle import SOLVED_PAGES

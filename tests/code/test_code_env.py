@@ -7,16 +7,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 import gymnasium as gym
 import pytest
-from gfcr.agents import OraclePolicy, RandomPolicy
-from gfcr.agents.base import Completion
-from gfcr.agents.rollout import rollout
-from gfcr.envs.code import CodeEnv, CodeInteractiveEnv, CodeVerifier, extract_code, grade, load_source
-from gfcr.envs.code.grading import code_sandbox
-from gfcr.sandboxes.bwrap import check_local_backend
 
 import gfcr  # noqa: F401  (registers the envs)
+from gfcr.agents import OraclePolicy, RandomPolicy
+from gfcr.agents.runner.rollout import rollout
+from gfcr.core import Verifier
+from gfcr.core.policy import Completion
+from gfcr.envs.code import CodeEnv, CodeInteractiveEnv, CodeVerifier, extract_code, grade, load_source
+from gfcr.envs.code.grading import code_sandbox
 from gfcr.errors import DataError, SandboxUnavailableError, UnknownNameError
-from gfcr.filter import Verifier
+from gfcr.sandboxes.bwrap import check_local_backend
 
 try:
     check_local_backend()

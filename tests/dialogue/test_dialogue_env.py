@@ -7,13 +7,13 @@ import json
 
 import gymnasium as gym
 import pytest
-from gfcr.agents import OraclePolicy, RandomPolicy
-from gfcr.agents.rollout import rollout
-from gfcr.envs.dialogue import DialogueEnv, evaluate_conversation, load_domain
-from gfcr.envs.dialogue.oracle import TRANSFER_SENTENCE
 
 import gfcr
+from gfcr.agents import OraclePolicy, RandomPolicy
+from gfcr.agents.runner.rollout import rollout
 from gfcr.core import Message, ToolCall, ToolSpec
+from gfcr.envs.dialogue import DialogueEnv, evaluate_conversation, load_domain
+from gfcr.envs.dialogue.oracle import TRANSFER_SENTENCE
 from gfcr.errors import ConfigError, UnknownNameError
 
 ENV_ID = "gfcr/Dialogue-v0"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from gfcr.envs.dialogue import Database, load_domain
-from gfcr.envs.dialogue.tools import AirlineTools, RetailTools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gfcr.envs.dialogue import Database, load_domain
+from gfcr.envs.dialogue.tools import AirlineTools, RetailTools
 from gfcr.errors import ToolError
 
 

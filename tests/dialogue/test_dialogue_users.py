@@ -12,11 +12,11 @@ from collections.abc import Sequence
 
 import gymnasium as gym
 import pytest
+
 from gfcr.agents import Completion, Request
+from gfcr.core import Message
 from gfcr.envs.dialogue import LLMUser, Progress, ScriptedUser, load_domain
 from gfcr.envs.dialogue.users.scenario import first_person
-
-from gfcr.core import Message
 
 ENV_ID = "gfcr/Dialogue-v0"
 WAITING = Progress(goal_met=False, writes_pending=True, changed=False, transferred=False)

@@ -8,12 +8,9 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
-from gfcr.agents import EpisodeSpec, Runner, RunnerConfig
-from gfcr.agents.base import Completion
-from gfcr.agents.env_host import EnvConfig
-from gfcr.envs.base import Outcome, TextEnv
-from gfcr.envs.tasks import TaskSource
 
+from gfcr.agents import EpisodeSpec, Runner, RunnerConfig
+from gfcr.agents.runner.env_host import EnvConfig
 from gfcr.control import (
     BudgetScheduler,
     ControlConfig,
@@ -31,9 +28,12 @@ from gfcr.control import (
     p_informative,
 )
 from gfcr.core import Action, Task
+from gfcr.core.policy import Completion
+from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.tasks import TaskSource
 from gfcr.errors import ConfigError
 from gfcr.generate import build_tree, expand_groups, group_by_task, tree_advantages
-from gfcr.synthetic import BernoulliPrompts
+from gfcr.testing.workloads import BernoulliPrompts
 
 
 def beta_pdf_grid(a: float, b: float, points: int = 200_001) -> tuple[np.ndarray, np.ndarray]:

@@ -7,10 +7,10 @@ import statistics
 import gymnasium as gym
 import numpy as np
 import pytest
-from gfcr.envs.math import MathVerifier
 
 import gfcr  # noqa: F401 (registers the envs)
 from gfcr.core import Step, Task, Trajectory
+from gfcr.envs.math import MathVerifier
 from gfcr.errors import ConfigError, UnknownNameError
 from gfcr.filter import (
     LengthPenalty,
@@ -138,7 +138,7 @@ def test_llm_judge_caches_by_prompt_and_scores_unreadable_replies_zero():
 
 
 def test_llm_judge_runs_on_a_policy_object_or_a_policy_spec():
-    from gfcr.agents.base import Completion
+    from gfcr.core.policy import Completion
 
     class Grader:
         name, version = "test:grader", "1"

@@ -7,8 +7,8 @@ import math
 import statistics
 
 import pytest
-from gfcr.agents import EpisodeSpec, OraclePolicy, Runner, episodes_for_env, rollout
 
+from gfcr.agents import EpisodeSpec, OraclePolicy, Runner, episodes_for_env, rollout
 from gfcr.core import Step, Trajectory
 from gfcr.errors import ConfigError, UnknownNameError
 from gfcr.generate import (

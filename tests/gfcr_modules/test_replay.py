@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from gfcr.agents import OraclePolicy, Runner, episodes_for_env
 
+from gfcr.agents import OraclePolicy, Runner, episodes_for_env
 from gfcr.core import Provenance, Step, TokenData, Trajectory
 from gfcr.errors import ConfigError, UnknownNameError
 from gfcr.replay import ReplayBuffer, ReplayConfig
@@ -136,7 +136,7 @@ def test_a_process_killed_mid_write_loses_nothing_it_committed(tmp_path: Path):
 def test_the_buffer_and_the_skill_library_run_on_postgresql(pg_url):
     """Any SQLAlchemy URL works: the same rules on a real PostgreSQL server (window functions, JSON)."""
     from gfcr.skills import SkillLibrary
-    from gfcr.synthetic import KINDS, ShopTools
+    from gfcr.testing.workloads import KINDS, ShopTools
 
     buffer = ReplayBuffer(ReplayConfig(url=pg_url, max_per_task=2, max_staleness=1))
     buffer.store_many([attempt("q", str(v), float(v % 2), version=str(v)) for v in range(5)])

@@ -12,9 +12,9 @@ from importlib.resources import files
 
 import pytest
 
-from gfcr.envs.math.constants import evaluate, numeric_verdict
-from gfcr.envs.math.equivalence import is_equivalent
-from gfcr.envs.math.extract import MAX_BOX_CHARS, extract_boxed
+from gfcr.envs.math.answers.constants import evaluate, numeric_verdict
+from gfcr.envs.math.answers.equivalence import is_equivalent
+from gfcr.envs.math.answers.extract import MAX_BOX_CHARS, extract_boxed
 
 # (predicted, gold, expected)
 CASES = [
@@ -515,7 +515,7 @@ def test_threads_get_correct_symbolic_verdicts(warm_worker):
 def test_worker_recovers_after_a_timeout(warm_worker):
     """A job that outlives its budget (here a sleep no alarm stops) is abandoned and its worker
     replaced; checks from threads keep working."""
-    from gfcr.envs.math.bounded import WORKER
+    from gfcr.envs.math.answers.bounded import WORKER
 
     results: dict[str, object] = {}
 
@@ -574,7 +574,7 @@ def test_extract_boxed(text, expected):
 def test_extract_boxed_fast_path_agrees_with_the_full_scan():
     """The common case is found with string searches; random mixes of boxes, braces and escapes
     must give what the full brace scan gives."""
-    from gfcr.envs.math.extract import _scan_boxes
+    from gfcr.envs.math.answers.extract import _scan_boxes
 
     pieces = ["\\boxed{", "\\boxed ", "\\fbox{", "\\boxedx{", "{", "}", "\\}", "\\{", "x", "12", " ", "$"]
     rng = random.Random(0)

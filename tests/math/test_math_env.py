@@ -14,7 +14,7 @@ import pytest
 
 import gfcr  # noqa: F401  (registers the envs)
 from gfcr.agents import OraclePolicy, RandomPolicy
-from gfcr.agents.rollout import rollout
+from gfcr.agents.runner.rollout import rollout
 from gfcr.core import Message
 from gfcr.envs.math import MathEnv
 from gfcr.envs.math.calculator import calculator

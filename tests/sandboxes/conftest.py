@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from gfcr.sandboxes.bwrap import check_local_backend
 
 from gfcr.errors import SandboxUnavailableError
+from gfcr.sandboxes.bwrap import check_local_backend
 
 
 def local_backend_reason() -> str | None:

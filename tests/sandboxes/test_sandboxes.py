@@ -7,6 +7,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+
+from gfcr.errors import ConfigError, SandboxUnavailableError, UnknownNameError
 from gfcr.sandboxes import (
     LANGUAGES,
     STATUSES,
@@ -17,8 +19,6 @@ from gfcr.sandboxes import (
     Session,
     make_sandbox,
 )
-
-from gfcr.errors import ConfigError, SandboxUnavailableError, UnknownNameError
 
 
 def test_a_run_gets_stdin_files_and_script_semantics(sandbox):

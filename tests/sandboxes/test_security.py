@@ -16,9 +16,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from gfcr.sandboxes import Limits
 
 from gfcr.errors import ConfigError
+from gfcr.sandboxes import Limits
 
 pytestmark = pytest.mark.usefixtures("no_job_survives")
 PROJECT = Path(__file__).resolve().parents[2]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import gymnasium as gym
-from gfcr.sandboxes import ExecResult, Limits
-from gfcr.sandboxes.tools import format_result, python_tool
 
 import gfcr  # noqa: F401  (registers the envs)
+from gfcr.sandboxes import ExecResult, Limits
+from gfcr.sandboxes.tools import format_result, python_tool
 
 
 def call(code: str) -> str:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from gfcr.envs.sql.catalog import EngineSpec, open_database
+
+from gfcr.envs.sql.data.catalog import EngineSpec, open_database
 
 ENGINES = ("sqlite", "duckdb", "postgresql")
 DATASETS = ("chinook", "tau2_retail", "tau2_airline")

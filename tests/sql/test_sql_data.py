@@ -6,9 +6,10 @@ import json
 
 import pytest
 import sqlalchemy as sa
-from gfcr.envs.sql.build import build_key, ensure_file_database
-from gfcr.envs.sql.database import Database
-from gfcr.envs.sql.postgres import database_name, ensure_postgres_database
+
+from gfcr.envs.sql.data.build import build_key, ensure_file_database
+from gfcr.envs.sql.engines.database import Database
+from gfcr.envs.sql.engines.postgres import database_name, ensure_postgres_database
 
 CHINOOK_COUNTS = {
     "Artist": 275, "Album": 347, "Track": 3503, "Genre": 25, "MediaType": 5, "Playlist": 18,
@@ -29,7 +30,7 @@ def test_chinook_has_the_canonical_tables_and_all_fixture_rows(databases, engine
         "JOIN Invoice i ON i.CustomerId = c.CustomerId "
         "JOIN InvoiceLine l ON l.InvoiceId = i.InvoiceId WHERE i.InvoiceId = 1 ORDER BY l.InvoiceLineId"
     )
-    from gfcr.envs.sql.normalize import normalize_rows
+    from gfcr.envs.sql.engines.normalize import normalize_rows
 
     assert normalize_rows(row.rows)[0] == ("Leonie", 5, "Johnson", 1.98, "2007-01-01 00:00:00", 0.99, 1)
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-from gfcr.agents.rollout import rollout
-from gfcr.agents.scripted import OraclePolicy, RandomPolicy
-from gfcr.envs.sql import SQLEnv
 
 import gfcr
+from gfcr.agents.policies.scripted import OraclePolicy, RandomPolicy
+from gfcr.agents.runner.rollout import rollout
+from gfcr.envs.sql import SQLEnv
 from gfcr.errors import ConfigError, UnknownNameError
 
 DATA = Path(__file__).parent / "data"

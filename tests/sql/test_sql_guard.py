@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from gfcr.envs.sql.guard import check_query
 
+from gfcr.envs.sql.engines.guard import check_query
 from gfcr.errors import QueryError, UnsafeQueryError
 
 DIALECTS = ("sqlite", "postgresql", "duckdb")

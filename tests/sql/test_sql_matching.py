@@ -6,10 +6,11 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
-from gfcr.envs.sql import execution_match, results_match
-from gfcr.envs.sql.matching import order_matters
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from gfcr.envs.sql import execution_match, results_match
+from gfcr.envs.sql.matching import order_matters
 
 
 def test_duplicates_count_and_order_is_free_by_default():

@@ -1,6 +1,6 @@
 """The bundled questions: enough of them, over both schemas and every feature, and every gold query valid.
 
-"Valid" is checked by `gfcr.envs.sql.validate` on all three engines: the gold runs and returns
+"Valid" is checked by `gfcr.envs.sql.data.validate` on all three engines: the gold runs and returns
 rows everywhere, gives the same result everywhere, and its order does not rest on ties or NULLs.
 The validator itself is tested on gold queries that break each rule.
 """
@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from gfcr.envs.sql.catalog import BUNDLED
-from gfcr.envs.sql.questions import SQLQuestion
-from gfcr.envs.sql.validate import validate_question
+
+from gfcr.envs.sql.data.catalog import BUNDLED
+from gfcr.envs.sql.data.questions import SQLQuestion
+from gfcr.envs.sql.data.validate import validate_question
 
 QUESTIONS = [question for questions in BUNDLED.values() for question in questions]
 

@@ -10,7 +10,7 @@ torch.set_num_threads(1)  # a second thread mostly spin-waits on a shared 2-core
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
-    from gfcr.agents.tiny_model import write_tiny_model
+    from gfcr.apps.tiny_model import write_tiny_model
 
     return write_tiny_model(tmp_path_factory.mktemp("tiny-model"), vocab_size=400, corpus_tasks=20)
 
@@ -20,10 +20,9 @@ def parity_env():
     """gfcr/TestParity-v0: ToolUse prompts, reward 1.0 for an action of odd length, so even a random
     model gets a reward spread and RL steps have non-zero advantages. Registered after
     collection, so the env contract tests never see it."""
+    from gfcr.core import Action
     from gfcr.envs.base import Outcome
     from gfcr.envs.tooluse import ToolUseEnv
-
-    from gfcr.core import Action
     from gfcr.registry import register_env
 
     class Parity(ToolUseEnv):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gymnasium as gym
+
 from gfcr.agents import OraclePolicy, Runner, RunnerConfig, episodes_for_env
 from gfcr.envs.tooluse import LOOKUP_CALL
 

@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from gfcr.cli import app
+from gfcr.apps.cli import app
 
 
 def test_train_command_runs_and_resumes(tiny_model, tmp_path):

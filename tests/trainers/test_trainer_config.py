@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from gfcr.trainers import TrainConfig
 
-from gfcr.cli import _apply_overrides
+from gfcr.apps.cli import _apply_overrides
 from gfcr.errors import ConfigError
+from gfcr.trainers import TrainConfig
 
 BASE = {"model": {"path": "m"}, "env": {"id": "gfcr/ToolUse-v0"}}
 

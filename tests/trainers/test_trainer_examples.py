@@ -6,6 +6,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+
 from gfcr.trainers import TrainConfig
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.toml"))

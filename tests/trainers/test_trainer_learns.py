@@ -9,12 +9,13 @@ format but not yet to read the code scores about 0.5, and one that reads it scor
 from __future__ import annotations
 
 import pytest
+
 from gfcr.trainers import Trainer
 
 
 @pytest.fixture(scope="module")
 def default_tiny_model(tmp_path_factory):
-    from gfcr.agents.tiny_model import write_tiny_model
+    from gfcr.apps.tiny_model import write_tiny_model
 
     return write_tiny_model(
         tmp_path_factory.mktemp("tiny-default")

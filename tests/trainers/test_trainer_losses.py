@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from gfcr.trainers.losses import LOSSES, BatchTotals, policy_loss, reduce_tokens
 
 from gfcr.filter import group_advantages
+from gfcr.trainers.losses import LOSSES, BatchTotals, policy_loss, reduce_tokens
 
 torch.set_num_threads(1)
 EPS = {"grpo": (0.2, 0.2), "dr_grpo": (0.2, 0.2), "dapo": (0.2, 0.28), "gspo": (0.05, 0.08)}

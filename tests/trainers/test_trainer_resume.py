@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import torch
+
 from gfcr.trainers import Trainer
 from gfcr.trainers.checkpoint import checkpoints
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import gymnasium as gym
+
 from gfcr.agents import OraclePolicy, Runner, RunnerConfig, episodes_for_env
-from gfcr.agents.chat import load_chat_encoder
+from gfcr.agents.policies.chat import load_chat_encoder
+from gfcr.core import Step, Trajectory
 from gfcr.envs.tooluse import LOOKUP_CALL
 from gfcr.trainers.sft import filter_trajectories, sft_samples
-
-from gfcr.core import Step, Trajectory
 
 
 def test_filter_keeps_only_trajectories_at_or_over_the_reward():

@@ -6,6 +6,7 @@ import random
 
 import pytest
 import torch
+
 from gfcr.trainers.batching import Sample, collate, token_logprobs
 from gfcr.trainers.config import LossConfig
 from gfcr.trainers.update import UpdateSettings, accumulate_gradients, fill_old_logprobs

@@ -15,7 +15,6 @@ import datetime as dt
 from typing import Any, ClassVar, Literal
 
 from gfcr.envs.dialogue.tools.common import Toolkit, objects, one_of, require, to_json
-
 from gfcr.errors import ToolError
 
 NOW = "2024-05-15T15:00:00"  # the policy's "current time"

@@ -16,10 +16,9 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from gfcr.core import ToolSpec
 from gfcr.core.python_ast import parse_python
 from gfcr.envs.dialogue.db import Database
-
-from gfcr.core import ToolSpec
 from gfcr.errors import ToolError
 
 

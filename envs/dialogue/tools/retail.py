@@ -13,7 +13,6 @@ from collections import Counter
 from typing import Any, ClassVar
 
 from gfcr.envs.dialogue.tools.common import Toolkit, require, strings, to_json
-
 from gfcr.errors import ToolError
 
 CANCEL_REASONS = ("no longer needed", "ordered by mistake")

@@ -13,22 +13,22 @@ agent's messages are its "user" turns). It ends the call with tau2-bench's token
 - a policy that fails or answers nothing, and `###OUT-OF-SCOPE###`, end the episode as simulator
   failures (`user_error`, `out_of_scope`), not agent failures.
 
-Replies are cached by policy, sampling parameters and conversation: in memory, and in a SQLite
-file if `cache_path` is given, so a rerun with the same seed asks the model nothing.
+Replies are cached by policy, sampling parameters and conversation (`gfcr.core.PolicyChat`): in
+memory, and in a SQLite file if `cache_path` is given, so a rerun with the same seed asks the
+model nothing.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
-import sqlite3
-import threading
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from gfcr.core import Message, Task
+from gfcr.core.chat import PolicyChat
+from gfcr.core.messages import Role
 from gfcr.envs.dialogue.users.base import (
     AGENT_GREETING,
     OUT_OF_SCOPE,
@@ -40,10 +40,7 @@ from gfcr.envs.dialogue.users.base import (
     agent_texts,
     asks_for_confirmation,
 )
-
-from gfcr.core import Message, Task
-from gfcr.core.messages import Role
-from gfcr.errors import ConfigError, GfcrError
+from gfcr.errors import GfcrError
 
 _IDS = re.compile(
     r"\b[a-z]+_[a-z]+_\d{4}\b|#?\bW\d{7}\b|[\w.+-]+@[\w-]+\.[\w.]+"
@@ -56,7 +53,7 @@ _SCENARIO_FIELDS = (("persona", "Persona"), ("reason_for_call", "Reason for the 
 
 
 class LLMUser:
-    """A user simulator backed by any gfcr policy (an object, or a spec for `make_policy`).
+    """A user simulator backed by any gfcr policy (an object, or a spec such as "hf:runs/tiny-model").
 
     >>> from gfcr.agents import make_policy
     >>> from gfcr.envs.dialogue.data import load_domain
@@ -74,18 +71,9 @@ class LLMUser:
         max_tokens: int = 512,
         cache_path: str | Path | None = None,
     ) -> None:
-        if isinstance(policy, str):
-            from gfcr.agents import make_policy  # envs take a policy or a spec; agents build it
-
-            policy = make_policy(policy)
-        if not callable(getattr(policy, "generate", None)):
-            raise ConfigError(
-                f"user_policy must be a policy spec or an object with generate(), got {policy!r}"
-            )
-        self.policy = policy
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self._cache = ReplyCache(cache_path)
+        self.chat = PolicyChat(
+            policy, temperature=temperature, max_tokens=max_tokens, cache_path=cache_path, name="user_policy"
+        )
         self._system = ""
         self._scenario_text = ""
         self._seed: int | None = None
@@ -113,26 +101,16 @@ class LLMUser:
         return turn
 
     def _ask(self, messages: Sequence[Message]) -> UserTurn:
-        from gfcr.agents.base import Request, SamplingParams
-
         view = [
             Message("system", self._system),
             *_as_user_sees([Message("assistant", AGENT_GREETING), *messages]),
         ]
-        turn_seed = None if self._seed is None else self._seed + len(view)
-        sampling = SamplingParams(temperature=self.temperature, max_tokens=self.max_tokens, seed=turn_seed)
-        key = _key(self.policy, sampling, view)
-        text = self._cache.get(key)
-        if text is None:
-            try:
-                text = self.policy.generate([Request(tuple(view), (), sampling)])[0].text
-            except Exception as e:  # the simulator's failure, not the agent's: flag it, never raise
-                return UserTurn(
-                    f"[the user simulator failed: {type(e).__name__}: {e}]",
-                    "error",
-                    frozenset({"user_error"}),
-                )
-            self._cache.put(key, text)
+        try:
+            text = self.chat(view, seed=None if self._seed is None else self._seed + len(view))
+        except Exception as e:  # the simulator's failure, not the agent's: flag it, never raise
+            return UserTurn(
+                f"[the user simulator failed: {type(e).__name__}: {e}]", "error", frozenset({"user_error"})
+            )
         return self._read(text, messages)
 
     def _read(self, text: str, messages: Sequence[Message]) -> UserTurn:
@@ -156,38 +134,6 @@ class LLMUser:
         return any(_normal_id(i) not in mentioned for i in _IDS.findall(text))
 
 
-class ReplyCache:
-    """Replies by key: a dict, backed by a SQLite file when `path` is given (safe across processes)."""
-
-    def __init__(self, path: str | Path | None) -> None:
-        self._memory: dict[str, str] = {}
-        self._path = Path(path) if path else None
-        self._lock = threading.Lock()
-        if self._path is not None:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            with self._connect() as db:
-                db.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, text TEXT NOT NULL)")
-
-    def get(self, key: str) -> str | None:
-        if key in self._memory or self._path is None:
-            return self._memory.get(key)
-        with self._lock, self._connect() as db:
-            row = db.execute("SELECT text FROM replies WHERE key = ?", (key,)).fetchone()
-        if row is not None:
-            self._memory[key] = row[0]
-        return self._memory.get(key)
-
-    def put(self, key: str, text: str) -> None:
-        self._memory[key] = text
-        if self._path is not None:
-            with self._lock, self._connect() as db:
-                db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?)", (key, text))
-
-    def _connect(self) -> sqlite3.Connection:
-        assert self._path is not None
-        return sqlite3.connect(self._path, timeout=30)
-
-
 def _as_user_sees(messages: Sequence[Message]) -> list[Message]:
     """The conversation from the user's side: the agent's messages as "user", its own as "assistant"."""
     swapped: dict[str, Role] = {"assistant": "user", "user": "assistant"}
@@ -196,14 +142,6 @@ def _as_user_sees(messages: Sequence[Message]) -> list[Message]:
         for m in messages
         if m.role in swapped and not m.tool_calls and m.content
     ]
-
-
-def _key(policy: Any, sampling: Any, view: Sequence[Message]) -> str:
-    payload = [
-        getattr(policy, "name", type(policy).__name__), getattr(policy, "version", ""),
-        sampling.temperature, sampling.top_p, sampling.max_tokens, sampling.seed, [m.to_dict() for m in view],
-    ]  # fmt: skip
-    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
 
 
 def _normal_id(text: str) -> str:

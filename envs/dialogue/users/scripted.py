@@ -27,6 +27,7 @@ import re
 from collections.abc import Sequence
 from functools import cache
 
+from gfcr.core import Message, Task
 from gfcr.envs.dialogue.data import load_domain
 from gfcr.envs.dialogue.users.base import (
     STOP,
@@ -38,8 +39,6 @@ from gfcr.envs.dialogue.users.base import (
     says_transfer,
 )
 from gfcr.envs.dialogue.users.scenario import Fact, Scenario, asked_topics
-
-from gfcr.core import Message, Task
 from gfcr.errors import GfcrError
 
 _WORD = re.compile(r"[a-z]{3,}")

@@ -1,0 +1,239 @@
+"""`hf:PATH`: a local model through transformers and torch, batched, with token ids and logprobs.
+
+Requests are expanded to one row per sample (`n`), grouped by their sampling settings and
+generated in left-padded batches of similar prompt lengths, at most `max_batch_size` rows and
+`max_batch_tokens` padded prompt tokens each (one long prompt does not pad the whole batch to its
+length). Log-probabilities are those of
+the model's raw logits (before temperature and top-p), as vLLM reports them by default. The
+device is chosen automatically (CUDA, then Apple MPS, then CPU) unless given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gfcr.agents.policies.chat import ChatTokens, load_chat_encoder
+from gfcr.core.policy import Completion, Request, SamplingParams
+from gfcr.errors import ConfigError, PolicyError
+
+logger = logging.getLogger(__name__)
+Decode = Callable[[Sequence[int]], str]
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One sample to generate: which request it answers and the ids to continue."""
+
+    request: int
+    prompt_ids: tuple[int, ...]
+    sampling: SamplingParams
+
+
+class HFPolicy(ChatTokens):
+    """A causal LM from a local directory (or hub id already in the local cache).
+
+    >>> import tempfile
+    >>> from gfcr.apps.tiny_model import write_tiny_model
+    >>> from gfcr.core import Message
+    >>> policy = HFPolicy(write_tiny_model(tempfile.mkdtemp(), vocab_size=400, corpus_tasks=20))
+    >>> request = Request((Message("user", "What is 2+2?"),), sampling=SamplingParams(max_tokens=8, seed=0))
+    >>> completion = policy.generate([request])[0]
+    >>> len(completion.completion_ids) == len(completion.logprobs) <= 8
+    True
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        device: str | None = None,
+        max_batch_size: int = 64,
+        max_batch_tokens: int = 65_536,
+    ) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        if max_batch_size < 1 or max_batch_tokens < 1:
+            raise ConfigError(
+                "max_batch_size and max_batch_tokens must be >= 1, "
+                f"got {max_batch_size} and {max_batch_tokens}"
+            )
+        hf_logging.disable_progress_bar()
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(str(path), padding_side="left")
+            self.model = AutoModelForCausalLM.from_pretrained(str(path), dtype="auto")
+        except (OSError, ValueError) as e:
+            raise PolicyError(
+                f"cannot load a model from {str(path)!r}: {e}; give a directory with config.json, weights "
+                "and "
+                "a tokenizer (e.g. one written by `gfcr tiny-model DIR`)"
+            ) from e
+        self.device = device or _auto_device(torch)
+        self.model.to(self.device).eval()  # type: ignore[arg-type]  # transformers' stubs
+        self.max_batch_size = max_batch_size
+        self.max_batch_tokens = max_batch_tokens
+        self.chat = load_chat_encoder(str(path), self.tokenizer)
+        self.end_ids = sorted(self.chat.end_ids)
+        self.pad_id = (
+            self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.end_ids[0]
+        )
+        self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 1 << 30))
+        self.name = f"hf:{path}"
+        self.version = model_fingerprint(Path(path))
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        rows = [
+            _Row(
+                i,
+                request.prompt_ids or tuple(self.encode_prompt(request.messages, request.tools)),
+                request.sampling,
+            )
+            for i, request in enumerate(requests)
+            for _ in range(request.sampling.n)
+        ]
+        results: list[Completion | None] = [None] * len(rows)
+        groups: dict[tuple, list[int]] = {}
+        for index, row in enumerate(rows):
+            s = row.sampling
+            groups.setdefault((s.temperature, s.top_p, s.stop), []).append(index)
+        for indices in groups.values():
+            by_length = sorted(indices, key=lambda i: len(rows[i].prompt_ids))
+            for chunk in _chunks(by_length, rows, self.max_batch_size, self.max_batch_tokens):
+                for index, completion in zip(
+                    chunk, self._generate_rows([rows[i] for i in chunk]), strict=True
+                ):
+                    results[index] = completion
+        return [completion for completion in results if completion is not None]
+
+    def _generate_rows(self, rows: list[_Row]) -> list[Completion]:
+        """One `model.generate` call for rows that share temperature, top_p and stop strings."""
+        import torch
+
+        budgets = [min(row.sampling.max_tokens, self.max_positions - len(row.prompt_ids)) for row in rows]
+        live = [i for i, budget in enumerate(budgets) if budget > 0]
+        out: list[Completion] = [
+            Completion("", finish_reason="length", prompt_tokens=len(r.prompt_ids)) for r in rows
+        ]
+        if not live:
+            return out
+        width = max(len(rows[i].prompt_ids) for i in live)
+        input_ids = torch.tensor(
+            [[self.pad_id] * (width - len(rows[i].prompt_ids)) + list(rows[i].prompt_ids) for i in live]
+        )
+        attention_mask = (
+            torch.arange(width) >= torch.tensor([[width - len(rows[i].prompt_ids)] for i in live])
+        ).long()
+        sampling = rows[live[0]].sampling
+        seeds = [rows[i].sampling.seed for i in live if rows[i].sampling.seed is not None]
+        if seeds:  # one generator per batch: reproducible for the same batch
+            torch.manual_seed(int(hashlib.sha256(repr(seeds).encode()).hexdigest()[:15], 16))
+        sample = sampling.temperature > 0
+        with torch.inference_mode():
+            generated = self.model.generate(
+                input_ids=input_ids.to(self.device),
+                attention_mask=attention_mask.to(self.device),
+                max_new_tokens=max(budgets[i] for i in live),
+                do_sample=sample,
+                temperature=sampling.temperature if sample else None,
+                top_p=sampling.top_p if sample else None,
+                top_k=None,
+                eos_token_id=self.end_ids,
+                pad_token_id=self.pad_id,
+                stopping_criteria=[_StopStrings(width, sampling.stop, self.chat.decode)],
+                output_logits=True,
+                return_dict_in_generate=True,
+            )
+        new_tokens = generated.sequences[:, width:].tolist()  # (B, T)
+        logprobs = torch.stack(
+            [
+                torch.log_softmax(step.float(), dim=-1)
+                .gather(1, generated.sequences[:, width + t, None])
+                .squeeze(1)
+                for t, step in enumerate(generated.logits)
+            ],
+            dim=1,
+        ).tolist()  # (B, T): logprob of each sampled token under the raw logits
+        for row_number, i in enumerate(live):
+            ids, finish = self._cut(new_tokens[row_number], budgets[i], rows[i].sampling.stop)
+            out[i] = Completion(
+                self.chat.completion_text(ids),
+                finish_reason=finish,
+                prompt_ids=rows[i].prompt_ids,
+                completion_ids=tuple(ids),
+                logprobs=tuple(logprobs[row_number][: len(ids)]),
+                prompt_tokens=len(rows[i].prompt_ids),
+                completion_tokens=len(ids),
+            )
+        return out
+
+    def _cut(self, ids: list[int], budget: int, stop: tuple[str, ...]) -> tuple[list[int], str]:
+        """The row's own tokens: up to its end-of-turn token, stop string or token budget."""
+        for k, token in enumerate(ids[:budget]):
+            if token in self.end_ids:
+                return ids[: k + 1], "stop"
+            if stop and _ends_with_stop(ids[: k + 1], stop, self.chat.decode):
+                return ids[: k + 1], "stop"
+        return ids[:budget], "length"
+
+
+def _chunks(indices: list[int], rows: list[_Row], max_rows: int, max_tokens: int) -> Iterator[list[int]]:
+    """`indices`, sorted by prompt length, cut into batches of at most `max_rows` rows and
+    `max_tokens` padded prompt tokens (a prompt longer than that goes alone)."""
+    chunk: list[int] = []
+    for i in indices:
+        width = len(rows[i].prompt_ids)  # the longest so far: they come shortest first
+        if chunk and (len(chunk) == max_rows or (len(chunk) + 1) * width > max_tokens):
+            yield chunk
+            chunk = []
+        chunk.append(i)
+    if chunk:
+        yield chunk
+
+
+def _ends_with_stop(ids: Sequence[int], stop: tuple[str, ...], decode: Decode) -> bool:
+    """Whether the text of `ids` ends in a stop string (a string of L characters spans <= L tokens)."""
+    return any(s in decode(ids[-(len(s) + 1) :]) for s in stop)
+
+
+class _StopStrings:
+    """A `transformers` stopping criterion on the generated tokens only (its own `stop_strings`
+    also match text that begins in the prompt)."""
+
+    def __init__(self, prompt_width: int, stop: tuple[str, ...], decode: Decode) -> None:
+        self.prompt_width, self.stop, self.decode = prompt_width, stop, decode
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        if not self.stop:
+            return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        rows = input_ids[:, self.prompt_width :].tolist()  # (B, T) generated so far
+        stopped = [_ends_with_stop(row, self.stop, self.decode) for row in rows]
+        return torch.tensor(stopped, device=input_ids.device)
+
+
+def _auto_device(torch: Any) -> str:
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def model_fingerprint(path: Path) -> str:
+    """A short id of the model files (names, sizes, config), so trajectories name the weights used."""
+    digest = hashlib.sha256()
+    if path.is_dir():
+        for file in sorted(path.iterdir()):
+            digest.update(f"{file.name}:{file.stat().st_size}".encode())
+        if (path / "config.json").exists():
+            digest.update((path / "config.json").read_bytes())
+    else:
+        digest.update(str(path).encode())
+    return digest.hexdigest()[:12]

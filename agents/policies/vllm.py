@@ -1,0 +1,111 @@
+"""`vllm:PATH`: vLLM's offline engine (imported only when used), with token ids and logprobs.
+
+Every request of a batch goes to one `LLM.generate` call as token ids (`TokensPrompt`), so the
+runner's token-in-token-out prefixes reach the engine unchanged; prefix caching is on, so the
+turns of an episode and the samples of a task share their common prefix's KV cache. Logprobs
+are vLLM's (of the sampled token, from the raw logits by default). Needs a GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from gfcr.agents.policies.chat import ChatTokens, load_chat_encoder
+from gfcr.agents.policies.hf import model_fingerprint
+from gfcr.core.policy import Completion, Request
+from gfcr.errors import PolicyError
+
+
+class VLLMPolicy(ChatTokens):
+    """A model served in-process by vLLM; `engine_options` go to `vllm.LLM` (e.g. tensor_parallel_size)."""
+
+    def __init__(self, path: str | Path, **engine_options: Any) -> None:
+        try:
+            from vllm import LLM
+        except ImportError as e:
+            raise PolicyError("the vllm: backend needs vLLM and a GPU: pip install 'gfcr[gpu]'") from e
+        options = {"enable_prefix_caching": True, **engine_options}
+        self.llm = LLM(model=str(path), **options)
+        self.chat = load_chat_encoder(str(path), self.llm.get_tokenizer())
+        self.max_positions = int(self.llm.llm_engine.model_config.max_model_len)
+        self.name = f"vllm:{path}"
+        self.version = model_fingerprint(Path(path))
+
+    def sampling_params(self, request: Request, prompt_tokens: int) -> Any:  # -> vllm.SamplingParams
+        """vLLM's sampling settings for `request` (also used by the GPU benchmark, for the same work)."""
+        from vllm import SamplingParams as VLLMSamplingParams
+
+        sampling = request.sampling
+        return VLLMSamplingParams(
+            n=sampling.n,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            max_tokens=min(sampling.max_tokens, self.max_positions - prompt_tokens),
+            stop=list(sampling.stop) or None,
+            stop_token_ids=sorted(self.chat.end_ids),
+            include_stop_str_in_output=True,  # the text stays exactly the decoded ids
+            seed=sampling.seed,
+            logprobs=0,  # the sampled token's own logprob
+        )
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        from vllm.inputs import TokensPrompt
+
+        prompts = [list(r.prompt_ids or self.encode_prompt(r.messages, r.tools)) for r in requests]
+        live = [i for i, ids in enumerate(prompts) if len(ids) < self.max_positions]
+        params = [self.sampling_params(requests[i], len(prompts[i])) for i in live]
+        outputs = self.llm.generate(
+            [TokensPrompt(prompt_token_ids=prompts[i]) for i in live], params, use_tqdm=False
+        )
+        by_request = dict(zip(live, outputs, strict=True))
+        completions = []
+        for i, request in enumerate(requests):
+            if i not in by_request:  # the prompt alone fills the context
+                too_long = Completion("", finish_reason="length", prompt_tokens=len(prompts[i]))
+                completions += [too_long] * request.sampling.n
+                continue
+            for sample in by_request[i].outputs:
+                ids = list(sample.token_ids)
+                logprobs = [
+                    step[token].logprob for step, token in zip(sample.logprobs or [], ids, strict=False)
+                ]
+                completions.append(
+                    Completion(
+                        self.chat.completion_text(ids),
+                        finish_reason="length" if sample.finish_reason == "length" else "stop",
+                        prompt_ids=tuple(prompts[i]),
+                        completion_ids=tuple(ids),
+                        logprobs=tuple(logprobs) if len(logprobs) == len(ids) else None,
+                        prompt_tokens=len(prompts[i]),
+                        completion_tokens=len(ids),
+                    )
+                )
+        return completions
+
+
+def sync_weights(
+    policy: VLLMPolicy, weights: Iterable[tuple[str, Any]], *, version: str | None = None
+) -> None:
+    """Load trained weights into the policy's vLLM engine, e.g. after each optimizer step.
+
+    `weights` are (Hugging Face parameter name, tensor) pairs, such as a transformers model's
+    `named_parameters()` (LoRA merged first); vLLM's own `load_weights` maps the names (it fuses
+    q/k/v and gate/up projections itself). The prefix cache is dropped afterwards: cached KV
+    blocks were computed with the old weights. `version` becomes the policy's version, which
+    trajectories record in their provenance (and the replay buffer uses for staleness).
+
+    The engine runs in this process when `VLLM_ENABLE_V1_MULTIPROCESSING=0` is set before it is
+    made (what the trainer does): the tensors then go to the model without a copy; otherwise
+    vLLM pickles them to its worker process.
+    """
+    named = [(name, tensor.detach()) for name, tensor in weights]
+
+    def load(model: Any) -> None:  # runs inside each vLLM worker, on its torch module
+        model.load_weights(named)
+
+    policy.llm.apply_model(load)
+    policy.llm.reset_prefix_cache()
+    if version is not None:
+        policy.version = version

@@ -1,0 +1,388 @@
+"""`Runner`: many episodes over many envs at once, with continuous batching of policy calls.
+
+One event loop drives `concurrency` episodes, and resets `prefetch` more ahead so that a freed
+slot is refilled at once. Each waits on the policy through a shared `Batcher` (a batch goes out
+as soon as every active episode waits, or a straggler has held it up for a tenth of a batch's
+time) and steps its env in an env pool off the loop (threads, processes or Ray actors).
+Per-episode limits: turns, completion tokens, wall time. A failing, hanging or crashing env or
+policy call fails that episode with a recorded reason (retried first when the failure is of a
+kind that may pass); the run goes on. Trajectories are written to JSONL as they finish
+(`TrajectoryWriter`), and `resume=True` skips the episodes a killed run already wrote.
+
+>>> from gfcr.agents import OraclePolicy, episodes_for_env
+>>> runner = Runner(OraclePolicy(), RunnerConfig(concurrency=4))
+>>> result = runner.run(episodes_for_env("gfcr/Math-v0", 8, kwargs={"split": "AIME2024"}))
+>>> result.episodes, result.solved, result.failed
+(8, 8, 0)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from gfcr.agents.runner.batcher import Batcher
+from gfcr.agents.runner.env_pools import WORKER_LOST, EnvPool, ProcessEnvPool, ThreadEnvPool
+from gfcr.agents.runner.episode import Episode, solved
+from gfcr.agents.runner.progress import RunProgress
+from gfcr.agents.runner.specs import EpisodeSpec
+from gfcr.agents.runner.writer import TrajectoryWriter
+from gfcr.core import Provenance, Trajectory
+from gfcr.core.hooks import Controller, ReplaySink, SignalReader
+from gfcr.core.policy import Policy, SamplingParams
+from gfcr.errors import ConfigError, EpisodeError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    """How the runner runs; every limit is per episode unless it says otherwise."""
+
+    concurrency: int = 64  # episodes in flight at once (each waiting on the policy or its env)
+    prefetch: int | None = None  # episodes reset ahead, ready to take a freed slot (None: concurrency/4)
+    max_batch_size: int | None = None  # requests per policy batch (None: concurrency)
+    batch_timeout_s: float | None = None  # longest a request waits for stragglers (None: adaptive)
+    sampling: SamplingParams = field(default_factory=SamplingParams)  # seed None: each episode's own seed
+    max_turns: int | None = None  # policy turns before truncation (None: the env's own limit)
+    max_episode_tokens: int | None = None  # completion tokens before truncation
+    episode_timeout_s: float | None = None  # wall time before the episode fails
+    env_timeout_s: float = 300.0  # one reset or step
+    policy_timeout_s: float = 900.0  # one policy batch
+    env_workers: str = "thread"  # "thread" | "process" (CPU-heavy or crash-prone envs)
+    num_env_workers: int = 8  # threads or processes (Ray actors with backend="ray")
+    backend: str = "local"  # "local" | "ray" (env workers as Ray actors)
+    retries: int = 1  # new attempts for an episode whose failure may pass (lost worker, dead server)
+    flush_every: int = 32  # trajectories per JSONL write
+    flush_interval_s: float = 2.0  # or this often, whichever first
+
+    def __post_init__(self) -> None:
+        positive = {
+            "concurrency": self.concurrency,
+            "num_env_workers": self.num_env_workers,
+            "flush_every": self.flush_every,
+            "max_batch_size": self.max_batch_size or 1,
+            "max_turns": self.max_turns or 1,
+            "max_episode_tokens": self.max_episode_tokens or 1,
+        }
+        for name, value in positive.items():
+            if value < 1:
+                raise ConfigError(f"{name} must be >= 1, got {value}")
+        for name in ("env_timeout_s", "policy_timeout_s", "episode_timeout_s"):
+            if (value := getattr(self, name)) is not None and value <= 0:
+                raise ConfigError(f"{name} must be > 0, got {value}")
+        if self.env_workers not in ("thread", "process"):
+            raise ConfigError(f"env_workers must be 'thread' or 'process', got {self.env_workers!r}")
+        if self.backend not in ("local", "ray"):
+            raise ConfigError(f"backend must be 'local' or 'ray', got {self.backend!r}")
+        if self.retries < 0 or (self.batch_timeout_s or 0) < 0 or (self.prefetch or 0) < 0:
+            raise ConfigError(
+                "retries, batch_timeout_s and prefetch must be >= 0, "
+                f"got {self.retries}, {self.batch_timeout_s}, {self.prefetch}"
+            )
+
+
+@dataclass
+class RunResult:
+    """What a run produced: its trajectories (with those a resumed run found written) and timings."""
+
+    trajectories: list[Trajectory]
+    seconds: float = 0.0
+    policy_busy_s: float = 0.0  # wall seconds with a policy batch in flight
+    policy_batches: int = 0
+    resumed: int = 0  # trajectories already in the file, not run again
+
+    @property
+    def episodes(self) -> int:
+        return len(self.trajectories)
+
+    @property
+    def solved(self) -> int:
+        return sum(solved(t) for t in self.trajectories)
+
+    @property
+    def failed(self) -> int:
+        return sum(t.status == "failed" for t in self.trajectories)
+
+    @property
+    def mean_reward(self) -> float:
+        return sum(t.total_reward for t in self.trajectories) / max(len(self.trajectories), 1)
+
+
+@dataclass
+class _Work:
+    """An episode to run: its spec, the id its trajectory gets, and (for a branch) its prefix."""
+
+    spec: EpisodeSpec
+    id: str
+    attempt: int = 0
+    prefix: Episode | None = None
+
+
+class Runner:
+    """Runs episodes of `policy`; GFCR hooks: `controller` (Control), `filters`, `replay`."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        config: RunnerConfig | None = None,
+        *,
+        controller: Controller | None = None,
+        filters: Sequence[SignalReader] = (),
+        replay: ReplaySink | None = None,
+    ) -> None:
+        self.policy = policy
+        self.config = config or RunnerConfig()
+        self.controller = controller or Controller()
+        self.filters = tuple(filters)
+        self.replay = replay
+
+    def run(
+        self,
+        episodes: Iterable[EpisodeSpec],
+        out: str | Path | None = None,
+        *,
+        resume: bool = False,
+        progress: str | None = None,
+        on_episode: Callable[[Trajectory], None] | None = None,
+    ) -> RunResult:
+        """Run `episodes` to their end; see `arun`."""
+        return asyncio.run(self.arun(episodes, out, resume=resume, progress=progress, on_episode=on_episode))
+
+    async def arun(
+        self,
+        episodes: Iterable[EpisodeSpec],
+        out: str | Path | None = None,
+        *,
+        resume: bool = False,
+        progress: str | None = None,
+        on_episode: Callable[[Trajectory], None] | None = None,
+    ) -> RunResult:
+        """Run `episodes`; write trajectories to `out` (JSONL) as they finish.
+
+        `resume=True` keeps `out` and skips the episodes it holds; `progress` is the description
+        of a live progress bar (none if None); `on_episode` sees every finished trajectory.
+        """
+        specs = self.controller.schedule(list(episodes))
+        writer = (
+            TrajectoryWriter(
+                out,
+                resume=resume,
+                flush_every=self.config.flush_every,
+                flush_interval_s=self.config.flush_interval_s,
+            )
+            if out is not None
+            else None
+        )
+        wanted = {spec.id for spec in specs}
+        previous = [t for t in writer.previous if t.id.split(".")[0] in wanted] if writer else []
+        done_ids = writer.done if writer else set()
+        queue = deque(_Work(spec, spec.id) for spec in specs if spec.id not in done_ids)
+        result = RunResult(list(previous), resumed=len(previous))
+        started = time.perf_counter()
+        run = _Run(self, queue, self._make_pool())
+        total = len(queue) + len(previous)
+        with RunProgress(progress, total) if progress is not None else nullcontext() as bar:
+            for trajectory in previous:
+                if bar is not None:
+                    bar.advance(trajectory)
+            await self._collect(run, result, writer, bar, on_episode)
+        result.seconds = time.perf_counter() - started
+        result.policy_busy_s, result.policy_batches = run.batcher.busy_s, run.batcher.batches
+        return result
+
+    async def _collect(
+        self,
+        run: _Run,
+        result: RunResult,
+        writer: TrajectoryWriter | None,
+        bar: RunProgress | None,
+        on_episode: Callable[[Trajectory], None] | None,
+    ) -> None:
+        """Take each trajectory as it finishes: result, file, Replay, progress bar, callback."""
+        try:
+            async for trajectory in run.trajectories():
+                result.trajectories.append(trajectory)
+                if writer is not None:
+                    writer.add(trajectory)
+                if self.replay is not None and trajectory.status == "ok":
+                    self.replay.store(trajectory)
+                if bar is not None:
+                    bar.advance(trajectory)
+                if on_episode is not None:
+                    on_episode(trajectory)
+        finally:
+            if writer is not None:
+                writer.flush()
+            await run.close()
+
+    def _make_pool(self) -> EnvPool:
+        config = self.config
+        if config.backend == "ray":
+            from gfcr.agents.runner.ray_backend import RayEnvPool
+
+            return RayEnvPool(config.num_env_workers, config.env_timeout_s)
+        if config.env_workers == "process":
+            return ProcessEnvPool(config.num_env_workers, config.env_timeout_s)
+        return ThreadEnvPool(config.num_env_workers, config.env_timeout_s)
+
+
+class _Run:
+    """The state of one `arun`: the work queue, the env pool, the batcher and live episodes."""
+
+    def __init__(self, runner: Runner, queue: deque[_Work], pool: EnvPool) -> None:
+        self.runner, self.config, self.queue, self.pool = runner, runner.config, queue, pool
+        # Where live episodes are: starting (reset, branch replay) -> ready for a slot -> active, that is
+        # holding one of the `concurrency` slots and either waiting on the policy or stepping the env.
+        self.starting = self.ready_for_slot = self.active = self.stepping = 0
+        self.slots = asyncio.Semaphore(self.config.concurrency)
+        prefetch = self.config.concurrency // 4 if self.config.prefetch is None else self.config.prefetch
+        self.max_live = self.config.concurrency + prefetch
+        self.batcher = Batcher(
+            runner.policy,
+            max_batch_size=self.config.max_batch_size or self.config.concurrency,
+            batch_timeout_s=self.config.batch_timeout_s,
+            timeout_s=self.config.policy_timeout_s,
+            ready=self._all_waiting,
+        )
+
+    async def trajectories(self):  # -> AsyncIterator[Trajectory]
+        """Run the queue, `concurrency` at a time (and `prefetch` more resetting ahead); yield each
+        trajectory as its episode ends."""
+        running: dict[asyncio.Task, _Work] = {}
+        while self.queue or running:
+            while self.queue and len(running) < self.max_live:
+                work = self.queue.popleft()
+                self.starting += 1
+                running[asyncio.create_task(self._attempt(work))] = work
+            finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in finished:
+                work = running.pop(task)
+                trajectory, error = task.result()
+                if error is not None and error.reason == WORKER_LOST:  # not its own failure: run it again
+                    self.queue.appendleft(work)
+                elif error is not None and error.retryable and work.attempt < self.config.retries:
+                    logger.info("retrying episode %s after %s", work.id, error)
+                    self.queue.appendleft(replace(work, attempt=work.attempt + 1))
+                else:
+                    yield trajectory
+
+    def _all_waiting(self) -> bool:
+        """No active episode is stepping its env, and no free slot is about to be taken: send the batch.
+
+        Episodes resetting ahead (prefetch) while every slot is taken do not hold the batch back.
+        """
+        free = self.active < self.config.concurrency
+        refilling = free and (self.ready_for_slot or self.starting or self.queue)
+        return self.stepping == 0 and not refilling
+
+    async def close(self) -> None:
+        await self.batcher.close()
+        await self.pool.close()
+
+    async def _attempt(self, work: _Work) -> tuple[Trajectory, EpisodeError | None]:
+        """One attempt at an episode; failures come back as a failed trajectory and the error."""
+        spec = work.spec
+        policy = self.runner.policy
+        holder = [
+            Trajectory(
+                spec.env.env_id,
+                spec.task_id or "",
+                "",
+                id=work.id,
+                provenance=Provenance(policy.name, policy.version, spec.seed),
+            )
+        ]
+        error: EpisodeError | None = None
+        try:
+            await self._episode(work, holder)
+        except TimeoutError:
+            error = EpisodeError("episode timeout", f"over {self.config.episode_timeout_s} s of wall time")
+        except EpisodeError as e:
+            error = e
+        finally:  # an env that failed or may still be busy in a hung call is not reused
+            await self.pool.release(work.id, reuse=error is None)
+            self.batcher.poke()
+        if error is not None:
+            holder[0].status, holder[0].failure = "failed", str(error)
+        return holder[0], error
+
+    async def _episode(self, work: _Work, holder: list[Trajectory]) -> None:
+        """Reset (ahead of time, if prefetched), take a slot, then play the episode to its end."""
+        spec = work.spec
+        try:
+            reset = await self.pool.reset(work.id, spec.env, spec.task_id, spec.seed)
+            episode = work.prefix or Episode(
+                self.runner.policy, spec.env.env_id, reset, seed=spec.seed, trajectory_id=work.id
+            )
+            holder[0] = episode.trajectory
+            for action in episode.actions:  # a branch: bring the fresh env to the prefix's state
+                await self.pool.step(work.id, action)
+        finally:
+            self.starting -= 1
+        self.ready_for_slot += 1
+        try:
+            await self.slots.acquire()
+        finally:
+            self.ready_for_slot -= 1
+        self.active += 1
+        try:
+            async with asyncio.timeout(self.config.episode_timeout_s):
+                await self._play(work, episode)
+        finally:
+            self.active -= 1
+            self.slots.release()
+            self.batcher.poke()
+
+    async def _play(self, work: _Work, episode: Episode) -> None:
+        config = self.config
+        sampling = config.sampling
+        if sampling.seed is None:
+            sampling = replace(sampling, seed=work.spec.seed)
+        while not episode.done:
+            turn_sampling = sampling
+            if config.max_episode_tokens is not None:
+                budget = config.max_episode_tokens - episode.completion_tokens
+                turn_sampling = replace(sampling, max_tokens=max(1, min(sampling.max_tokens, budget)))
+            started = time.perf_counter()
+            completion = (await self.batcher.submit(episode.request(turn_sampling)))[0]
+            policy_s = time.perf_counter() - started
+            started = time.perf_counter()
+            result = await self._step(work.id, episode.action(completion))
+            episode.record(completion, result, policy_s=policy_s, env_s=time.perf_counter() - started)
+            self._after_step(work, episode)
+
+    def _after_step(self, work: _Work, episode: Episode) -> None:
+        """Filter signals, runner limits, then Control's decision."""
+        trajectory, config = episode.trajectory, self.config
+        for reader in self.runner.filters:
+            reader.on_step(trajectory, trajectory.steps[-1])
+        if episode.done:
+            return
+        over_turns = config.max_turns is not None and len(trajectory.steps) >= config.max_turns
+        over_tokens = (
+            config.max_episode_tokens is not None and episode.completion_tokens >= config.max_episode_tokens
+        )
+        if over_turns or over_tokens:
+            episode.truncate()
+            return
+        decision = self.runner.controller.after_step(trajectory)
+        for number in range(decision.branches):
+            branch_id = f"{work.id}.{len(trajectory.steps)}-{number}"
+            self.queue.appendleft(_Work(work.spec, branch_id, prefix=episode.branch(branch_id)))
+        if decision.stop:
+            episode.truncate()
+
+    async def _step(self, episode_id: str, action):  # -> StepResult
+        self.stepping += 1
+        try:
+            return await self.pool.step(episode_id, action)
+        finally:
+            self.stepping -= 1
+            self.batcher.poke()

@@ -1,0 +1,214 @@
+"""Engine-level safety: read-only reader engines, and one guarded query run per engine.
+
+Whatever SQL reaches these functions (the static check of `guard` may be bypassed or wrong), the
+engine itself refuses to change anything or to reach outside the database:
+
+- SQLite: opened read-only (`mode=ro`), `PRAGMA query_only`, no attached databases
+  (`SQLITE_LIMIT_ATTACHED` 0), and an authorizer that allows only reading and harmless functions;
+  a progress handler aborts a query at its deadline.
+- DuckDB: opened `read_only` with `enable_external_access = false` (no files, no extensions, no
+  ATTACH) and `lock_configuration = true` (settings cannot be changed back); a watchdog calls
+  `interrupt()` at the deadline.
+- PostgreSQL: a read-only transaction with `statement_timeout`, as a role that may only SELECT
+  (see `postgres`), through a server-side cursor (`DECLARE … CURSOR` accepts one SELECT only and
+  streams rows, so a huge result is never sent); a watchdog cancels as a last resort.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from itertools import count
+from typing import Any
+from urllib.parse import quote
+
+import sqlalchemy as sa
+from sqlalchemy import event
+
+from gfcr.envs.sql.engines.guard import FORBIDDEN_FUNCTIONS
+from gfcr.envs.sql.engines.watchdog import WATCHDOG
+from gfcr.errors import ConfigError, QueryError, UnsafeQueryError
+
+SQLITE_MAX_VALUE_BYTES = 10_000_000  # the longest string or blob a SQLite query may build
+DUCKDB_CONFIG = {"enable_external_access": False, "lock_configuration": True, "memory_limit": "1GB"}
+_SQLITE_ALLOWED = {
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    sqlite3.SQLITE_RECURSIVE,
+}
+_SQLITE_SCHEMA_PRAGMAS = {
+    "table_info",
+    "table_xinfo",
+    "table_list",
+    "index_list",
+    "index_info",
+    "foreign_key_list",
+}
+_PROGRESS_STEPS = 10_000  # SQLite VM instructions between deadline checks
+_CANCEL_GRACE_S = 1.0  # PostgreSQL's own statement_timeout fires first; the watchdog is a backstop
+_cursor_names = count()
+
+
+@dataclass(frozen=True)
+class RawResult:
+    """What one query gave: column names, up to `max_rows` rows, and whether there were more."""
+
+    columns: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+    truncated: bool
+
+
+def reader_engine(url: str | sa.URL) -> sa.Engine:
+    """A SQLAlchemy engine on `url` that can only read (per-engine settings above).
+
+    >>> dict(reader_engine("sqlite:////tmp/any.sqlite").url.query)
+    {'mode': 'ro', 'uri': 'true'}
+    """
+    url = sa.make_url(url)
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        path = url.database or ""
+        if not path or path == ":memory:":
+            raise ConfigError("a read-only SQLite engine needs a database file; got an in-memory URL")
+        # SQLAlchemy passes `uri=true` to sqlite3 and keeps `mode=ro` in the file: URI
+        engine = sa.create_engine(f"sqlite+pysqlite:///file:{quote(path)}?mode=ro&uri=true")
+        event.listen(engine, "connect", _prepare_sqlite)
+        return engine
+    if backend == "duckdb":
+        return sa.create_engine(url, connect_args={"read_only": True, "config": dict(DUCKDB_CONFIG)})
+    if backend == "postgresql":
+        return sa.create_engine(url.set(drivername="postgresql+psycopg"), pool_pre_ping=True)
+    raise ConfigError(
+        f"unsupported database URL {url.render_as_string()!r}; use sqlite:///, duckdb:/// or postgresql://"
+    )
+
+
+def run_query(engine: sa.Engine, sql: str, *, max_rows: int, timeout_s: float) -> RawResult:
+    """Run one query on a connection from `engine` under its engine's guards (see the module doc)."""
+    runner = {"sqlite": _run_sqlite, "duckdb": _run_duckdb, "postgresql": _run_postgres}[engine.dialect.name]
+    pooled = engine.raw_connection()
+    try:
+        return runner(pooled.dbapi_connection, sql, max_rows, timeout_s)
+    finally:
+        pooled.close()
+
+
+# -- SQLite ---------------------------------------------------------------------------------------
+
+
+def _prepare_sqlite(connection: sqlite3.Connection, _record: Any) -> None:
+    connection.execute("PRAGMA query_only = ON")
+    connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_VALUE_BYTES)
+
+
+def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in FORBIDDEN_FUNCTIONS:
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_PRAGMA:  # pragma_table_info('Track') and friends only read the schema
+        return sqlite3.SQLITE_OK if (arg1 or "").lower() in _SQLITE_SCHEMA_PRAGMAS else sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK if action in _SQLITE_ALLOWED else sqlite3.SQLITE_DENY
+
+
+def _run_sqlite(connection: sqlite3.Connection, sql: str, max_rows: int, timeout_s: float) -> RawResult:
+    deadline = time.monotonic() + timeout_s
+    expired = False
+
+    def progress() -> int:
+        nonlocal expired
+        expired = time.monotonic() > deadline
+        return int(expired)
+
+    connection.set_authorizer(_authorize)
+    connection.set_progress_handler(progress, _PROGRESS_STEPS)
+    cursor = connection.cursor()
+    try:
+        cursor.execute(sql)
+        rows = cursor.fetchmany(max_rows + 1)
+        columns = tuple(d[0] for d in cursor.description or ())
+    except (sqlite3.Error, OverflowError) as e:
+        if expired:
+            raise _timeout(timeout_s) from e
+        if any(
+            word in str(e) for word in ("not authorized", "authorization denied", "readonly", "one statement")
+        ):
+            raise UnsafeQueryError(f"refused by SQLite: {e} (queries may only read this database)") from e
+        raise QueryError(f"SQLite error: {e}") from e
+    finally:
+        cursor.close()
+        connection.set_authorizer(None)
+        connection.set_progress_handler(None, 0)
+        if connection.in_transaction:
+            connection.rollback()
+    return RawResult(columns, rows[:max_rows], len(rows) > max_rows)
+
+
+# -- DuckDB ---------------------------------------------------------------------------------------
+
+
+def _run_duckdb(connection: Any, sql: str, max_rows: int, timeout_s: float) -> RawResult:
+    import duckdb
+
+    fired: list[bool] = []
+
+    def interrupt() -> None:
+        fired.append(True)
+        session.interrupt()
+
+    # A fresh connection to the same database per query: DuckDB allows TEMP tables and session
+    # settings even read-only, and they must not outlive the query (nor shadow a real table).
+    session = connection.duplicate()
+    try:
+        with WATCHDOG.deadline(timeout_s, interrupt):
+            session.execute(sql)
+            rows = session.fetchmany(max_rows + 1)
+            columns = tuple(d[0] for d in session.description or ())
+    except duckdb.Error as e:
+        message = str(e).splitlines()[0]
+        if fired or isinstance(e, duckdb.InterruptException):
+            raise _timeout(timeout_s) from e
+        if isinstance(e, duckdb.PermissionException) or "read-only" in message or "locked" in message:
+            raise UnsafeQueryError(
+                f"refused by DuckDB: {message} (queries may only read this database)"
+            ) from e
+        raise QueryError(f"DuckDB error: {message}") from e
+    finally:
+        session.close()
+    return RawResult(columns, rows[:max_rows], len(rows) > max_rows)
+
+
+# -- PostgreSQL -----------------------------------------------------------------------------------
+
+
+def _run_postgres(connection: Any, sql: str, max_rows: int, timeout_s: float) -> RawResult:
+    import psycopg
+
+    milliseconds = max(1, int(timeout_s * 1000))
+    try:
+        with connection.cursor() as setup:
+            setup.execute(f"SET TRANSACTION READ ONLY; SET LOCAL statement_timeout = {milliseconds}")
+        with WATCHDOG.deadline(timeout_s + _CANCEL_GRACE_S, connection.cancel_safe):
+            with connection.cursor(name=f"gfcr_{next(_cursor_names)}") as cursor:
+                cursor.execute(sql)
+                rows = cursor.fetchmany(max_rows + 1)
+                columns = tuple(d.name for d in cursor.description or ())
+    except psycopg.Error as e:
+        message = (getattr(e.diag, "message_primary", None) or str(e)).splitlines()[0]
+        if isinstance(e, psycopg.errors.QueryCanceled):
+            raise _timeout(timeout_s) from e
+        if isinstance(e, psycopg.errors.InsufficientPrivilege | psycopg.errors.ReadOnlySqlTransaction):
+            raise UnsafeQueryError(
+                f"refused by PostgreSQL: {message} (queries may only read this database)"
+            ) from e
+        raise QueryError(f"PostgreSQL error: {message}") from e
+    finally:
+        connection.rollback()
+    return RawResult(columns, rows[:max_rows], len(rows) > max_rows)
+
+
+def _timeout(seconds: float) -> QueryError:
+    return QueryError(
+        f"the query was stopped after the time limit of {seconds:g} s; simplify it or add filters"
+    )

@@ -1,0 +1,143 @@
+"""`gfcr bench`: run agents on a suite (or on env ids) and score them per env configuration.
+
+Each agent's trajectories go to `REPORT/trajectories/AGENT.jsonl` as they finish, so a killed
+bench resumes with `resume=True`; the scores and the report are built from those files.
+
+>>> import tempfile
+>>> config = BenchConfig(("gfcr/Math-v0",), ("scripted:oracle",), num_tasks=3, report=tempfile.mkdtemp(),
+...                      env_kwargs={"split": "AIME2024"})
+>>> [round(result.overall.pass_at_1, 2) for result in bench(config).agents]
+[1.0]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from gfcr.agents.runner import Runner, RunnerConfig
+from gfcr.agents.runner.env_host import EnvConfig
+from gfcr.agents.runner.specs import episodes_for_suite
+from gfcr.apps.bench.metrics import Scores, score
+from gfcr.core import Trajectory
+from gfcr.errors import ConfigError, UnknownNameError
+from gfcr.registry import list_envs
+from gfcr.suites import Suite, SuiteEntry, list_suites, make_suite
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What to bench: a suite name or env ids (`target`), agent specs, samples per task (`k`)."""
+
+    target: tuple[str, ...]
+    agents: tuple[str, ...]
+    k: int = 1
+    num_tasks: int | None = None  # at most this many tasks per suite entry (evenly spread)
+    env_kwargs: dict[str, Any] = field(default_factory=dict)  # for env ids given as the target
+    report: str | Path | None = None  # report directory (None: reports/TARGET-TIME)
+    resume: bool = False
+    seed: int = 0
+    runner: RunnerConfig = field(default_factory=RunnerConfig)
+
+    def __post_init__(self) -> None:
+        if not self.target or not self.agents:
+            raise ConfigError("bench needs a suite (or env ids) and at least one --agent")
+        if self.k < 1 or (self.num_tasks is not None and self.num_tasks < 1):
+            raise ConfigError(f"k and num_tasks must be >= 1, got {self.k} and {self.num_tasks}")
+
+        if self.report is None:  # fixed once, so every part of the report lands in one place
+            name = _slug(self.target[0] if len(self.target) == 1 else "envs")
+            object.__setattr__(self, "report", Path("reports") / f"{name}-{datetime.now():%Y%m%d-%H%M%S}")
+
+    @property
+    def report_dir(self) -> Path:
+        return Path(self.report)  # type: ignore[arg-type]  # set in __post_init__
+
+
+@dataclass
+class AgentResult:
+    """One agent's bench: scores overall and per env configuration, and where its episodes are."""
+
+    agent: str
+    overall: Scores
+    entries: dict[str, Scores]
+    trajectories: list[Trajectory]
+    trajectories_path: Path
+    seconds: float
+
+
+@dataclass
+class BenchResult:
+    """Every agent's result on the suite; `labels` maps an episode id to its env configuration."""
+
+    suite: str
+    agents: list[AgentResult]
+    labels: dict[str, str]
+
+
+def resolve_suite(
+    target: tuple[str, ...], num_tasks: int | None = None, env_kwargs: dict | None = None
+) -> Suite:
+    """The suite named `target[0]`, or a suite of the env ids in `target`; capped at `num_tasks`."""
+    if len(target) == 1 and target[0] in list_suites():
+        suite = make_suite(target[0])
+    else:
+        for env_id in target:
+            if env_id not in gym.registry:
+                raise UnknownNameError("suite or env id", env_id, list_suites() + list_envs())
+        entries = tuple(SuiteEntry(env_id, dict(env_kwargs or {})) for env_id in target)
+        suite = Suite(",".join(target), "Env ids given on the command line.", entries)
+    if num_tasks is None:
+        return suite
+    capped = tuple(replace(e, num_tasks=min(e.num_tasks or num_tasks, num_tasks)) for e in suite.entries)
+    return replace(suite, entries=capped)
+
+
+def config_label(config: EnvConfig) -> str:
+    """`gfcr/Math-v0 dataset=mmath tools=["calculator"]`: an env configuration, readable."""
+    return " ".join([config.env_id] + [f"{k}={json.dumps(v)}" for k, v in sorted(config.kwargs.items())])
+
+
+def bench(
+    config: BenchConfig, *, progress: bool = False, on_agent: Callable[[AgentResult], None] | None = None
+) -> BenchResult:
+    """Run every agent on the suite; returns their results (the report is written by `report.py`)."""
+    from gfcr.agents import make_policy
+
+    suite = resolve_suite(config.target, config.num_tasks, config.env_kwargs)
+    specs = episodes_for_suite(suite, config.k, seed=config.seed)
+    labels = {spec.id: config_label(spec.env) for spec in specs}
+    results = []
+    for agent in config.agents:
+        policy = make_policy(agent)
+        path = config.report_dir / "trajectories" / f"{_slug(agent)}.jsonl"
+        run = Runner(policy, config.runner).run(
+            specs, path, resume=config.resume, progress=f"{suite.name} · {agent}" if progress else None
+        )
+        close = getattr(policy, "close", None)
+        if callable(close):
+            close()
+        by_entry: dict[str, dict[str, list[Trajectory]]] = {}
+        for trajectory in run.trajectories:
+            label = labels[trajectory.id.split(".")[0]]
+            by_entry.setdefault(label, {}).setdefault(trajectory.task_id, []).append(trajectory)
+        overall = score(
+            {(label, task): ts for label, tasks in by_entry.items() for task, ts in tasks.items()}, config.k
+        )
+        entries = {label: score(tasks, config.k) for label, tasks in by_entry.items()}
+        result = AgentResult(agent, overall, entries, run.trajectories, path, run.seconds)
+        results.append(result)
+        if on_agent is not None:
+            on_agent(result)
+    return BenchResult(suite.name, results, labels)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80] or "agent"

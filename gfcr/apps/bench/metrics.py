@@ -1,0 +1,91 @@
+"""Scores of a set of episodes: pass@1, unbiased pass@k, pass^k, reward, tokens, time, failures.
+
+- pass@k (Chen et al. 2021, "Evaluating Large Language Models Trained on Code", eq. 1): the
+  chance that at least one of k samples of a task is solved, estimated without bias from n ≥ k
+  samples with c solved as 1 - C(n-c, k) / C(n, k), averaged over tasks.
+- pass^k (Yao et al. 2024, "τ-bench", §5): the chance that all k samples are solved,
+  C(c, k) / C(n, k), averaged over tasks — how reliably an agent solves a task, not whether once.
+
+An episode is solved when it ran to its end and earned total reward ≥ 1.0; an episode that
+infrastructure failed counts as unsolved and is listed under its failure reason.
+
+>>> round(pass_at_k(n=10, c=3, k=1), 3), round(pass_at_k(10, 3, 5), 3), round(pass_hat_k(10, 3, 2), 3)
+(0.3, 0.917, 0.067)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from math import comb
+from typing import Any
+
+from gfcr.agents.runner.episode import solved
+from gfcr.core import Trajectory
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one task with `c` solved out of `n` samples (n ≥ k)."""
+    return 1.0 if n - c < k else 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """pass^k of one task with `c` solved out of `n` samples (n ≥ k)."""
+    return comb(c, k) / comb(n, k)
+
+
+def outcome(trajectory: Trajectory) -> str:
+    """ "solved", "unsolved", "truncated", or the failure reason of an infrastructure failure."""
+    if trajectory.status == "failed":
+        return (trajectory.failure or "failed").split(":", 1)[0]
+    if solved(trajectory):
+        return "solved"
+    truncated = bool(trajectory.steps) and trajectory.steps[-1].truncated
+    return "truncated" if truncated else "unsolved"
+
+
+@dataclass
+class Scores:
+    """Scores of some episodes grouped by task; `pass_at`/`pass_hat` map k to the score."""
+
+    episodes: int = 0
+    tasks: int = 0
+    pass_at: dict[int, float] = field(default_factory=dict)
+    pass_hat: dict[int, float] = field(default_factory=dict)
+    mean_reward: float = 0.0
+    mean_tokens_in: float = 0.0
+    mean_tokens_out: float = 0.0
+    policy_s: float = 0.0  # summed over episodes
+    env_s: float = 0.0
+    outcomes: dict[str, int] = field(default_factory=dict)  # solved, unsolved, truncated, failure reasons
+
+    @property
+    def pass_at_1(self) -> float:
+        return self.pass_at.get(1, 0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def score(by_task: Mapping[Any, Sequence[Trajectory]], k: int = 1) -> Scores:
+    """Scores of `by_task` (task key -> its samples) for k = 1 … `k` (tasks with fewer samples skip k)."""
+    everything = [t for samples in by_task.values() for t in samples]
+    episodes = max(len(everything), 1)
+    scores = Scores(
+        episodes=len(everything),
+        tasks=len(by_task),
+        mean_reward=sum(t.total_reward for t in everything) / episodes,
+        mean_tokens_in=sum(t.cost.tokens_in for t in everything) / episodes,
+        mean_tokens_out=sum(t.cost.tokens_out for t in everything) / episodes,
+        policy_s=sum(t.cost.policy_s for t in everything),
+        env_s=sum(t.cost.env_s for t in everything),
+        outcomes=dict(Counter(outcome(t) for t in everything).most_common()),
+    )
+    counts = [(len(samples), sum(solved(t) for t in samples)) for samples in by_task.values()]
+    for j in range(1, k + 1):
+        eligible = [(n, c) for n, c in counts if n >= j]
+        if eligible:
+            scores.pass_at[j] = sum(pass_at_k(n, c, j) for n, c in eligible) / len(eligible)
+            scores.pass_hat[j] = sum(pass_hat_k(n, c, j) for n, c in eligible) / len(eligible)
+    return scores

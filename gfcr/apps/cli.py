@@ -1,0 +1,366 @@
+"""The `gfcr` command line: list envs and suites, run and bench agents, serve and make models.
+
+gfcr list
+gfcr run gfcr/Math-v0 --agent scripted:oracle -n 100 --out t.jsonl
+gfcr bench smoke --agent scripted:oracle --agent scripted:random -k 4 --report reports/smoke
+gfcr tiny-model runs/tiny-model
+gfcr train examples/tooluse_tiny_cpu.toml
+gfcr serve runs/tiny-model --port 8000
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import gymnasium as gym
+import typer
+from rich import box
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.table import Table
+
+import gfcr
+from gfcr.errors import ConfigError, GfcrError
+
+app = typer.Typer(help="gfcr: Gymnasium environments for agentic LLM rollouts.", no_args_is_help=True)
+console = Console(width=None if sys.stdout.isatty() else 120)  # 120 in pipes and logs, not 80
+
+# Options shared by `run` and `bench`: they fill a RunnerConfig.
+Agent = Annotated[
+    str,
+    typer.Option(
+        "--agent",
+        "-a",
+        help="Policy spec: scripted:oracle, scripted:random, hf:PATH, vllm:PATH or openai:MODEL@BASE_URL.",
+    ),
+]
+EnvArgs = Annotated[
+    list[str] | None,
+    typer.Option("--env-arg", "-e", help="Env keyword KEY=VALUE (VALUE parsed as JSON if it can be)."),
+]
+Concurrency = Annotated[int, typer.Option(min=1, help="Episodes in flight at once.")]
+MaxTurns = Annotated[
+    int | None, typer.Option(min=1, help="Policy turns per episode before truncation (default: the env's).")
+]
+MaxTokens = Annotated[int, typer.Option(min=1, help="Completion tokens per policy turn.")]
+EpisodeTokens = Annotated[
+    int | None, typer.Option(min=1, help="Completion tokens per episode before truncation.")
+]
+Temperature = Annotated[float, typer.Option(min=0.0, help="Sampling temperature (0: greedy).")]
+EnvWorkers = Annotated[
+    str, typer.Option(help="Where env steps run: thread or process (CPU-heavy verifiers).")
+]
+Backend = Annotated[str, typer.Option(help="local, or ray (env workers as Ray actors).")]
+Resume = Annotated[
+    bool, typer.Option("--resume", help="Keep the output and skip the episodes it already holds.")
+]
+
+
+@app.callback()
+def main(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log debug messages.")] = False,
+) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(message)s",
+        handlers=[RichHandler(console=Console(stderr=True), show_path=False)],
+    )
+
+
+@app.command("list")
+def list_command() -> None:
+    """List the registered envs and the suites, with their task counts."""
+    envs = Table(title="Environments", title_justify="left")
+    for column in ("env id", "entry point", "tasks (defaults)"):
+        envs.add_column(column)
+    for env_id in gfcr.list_envs():
+        entry_point = gym.spec(env_id).entry_point
+        envs.add_row(env_id, str(entry_point), _count_tasks(env_id))
+    suites = Table(title="Suites", title_justify="left")
+    for column in ("suite", "tasks", "description"):
+        suites.add_column(column)
+    for name in gfcr.list_suites():
+        suite = gfcr.make_suite(name)
+        suites.add_row(name, str(len(suite)), suite.description)
+    console.print(envs, suites)
+
+
+@app.command()
+def run(
+    env_id: Annotated[str, typer.Argument(help="Env id, e.g. gfcr/Math-v0 (see `gfcr list`).")],
+    agent: Agent,
+    episodes: Annotated[int, typer.Option("-n", "--episodes", min=1, help="Number of episodes.")] = 10,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write trajectories to this .jsonl file.")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the task order and of episode i (seed + i).")] = 0,
+    env_arg: EnvArgs = None,
+    concurrency: Concurrency = 64,
+    max_turns: MaxTurns = None,
+    max_tokens: MaxTokens = 1024,
+    episode_tokens: EpisodeTokens = None,
+    temperature: Temperature = 1.0,
+    env_workers: EnvWorkers = "thread",
+    backend: Backend = "local",
+    resume: Resume = False,
+) -> None:
+    """Run an agent for N episodes of an env and write the trajectories as JSONL."""
+    from gfcr.agents import Runner, episodes_for_env, make_policy
+
+    try:
+        if resume and out is None:
+            raise ConfigError("--resume needs --out FILE.jsonl (the file to resume)")
+        config = _runner_config(
+            concurrency, max_turns, max_tokens, episode_tokens, temperature, env_workers, backend
+        )
+        specs = episodes_for_env(env_id, episodes, kwargs=_parse_env_args(env_arg or []), seed=seed)
+        result = Runner(make_policy(agent), config).run(
+            specs, out, resume=resume, progress=f"{env_id} · {agent}"
+        )
+    except GfcrError as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    table = Table(title=f"{env_id} · {agent}", title_justify="left")
+    for column in ("episodes", "mean reward", "solved", "failed", "resumed", "seconds", "episodes/s"):
+        table.add_column(column, justify="right")
+    table.add_row(
+        str(result.episodes),
+        f"{result.mean_reward:.3f}",
+        str(result.solved),
+        str(result.failed),
+        str(result.resumed),
+        f"{result.seconds:.2f}",
+        f"{(result.episodes - result.resumed) / max(result.seconds, 1e-9):.1f}",
+    )
+    console.print(table)
+    if out is not None:
+        console.print(f"trajectories: {out}", soft_wrap=True)
+
+
+@app.command()
+def bench(
+    target: Annotated[
+        list[str], typer.Argument(help="A suite name (see `gfcr list`) or one or more env ids.")
+    ],
+    agent: Annotated[list[str], typer.Option("--agent", "-a", help="Policy spec; repeat to compare agents.")],
+    k: Annotated[int, typer.Option("-k", min=1, help="Samples per task (for pass@k and pass^k).")] = 1,
+    num_tasks: Annotated[
+        int | None, typer.Option(min=1, help="At most this many tasks per suite entry.")
+    ] = None,
+    report: Annotated[
+        Path | None, typer.Option(help="Report directory (default: reports/TARGET-TIME).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of sample j is seed + j.")] = 0,
+    env_arg: EnvArgs = None,
+    concurrency: Concurrency = 64,
+    max_turns: MaxTurns = None,
+    max_tokens: MaxTokens = 1024,
+    episode_tokens: EpisodeTokens = None,
+    temperature: Temperature = 1.0,
+    env_workers: EnvWorkers = "thread",
+    backend: Backend = "local",
+    resume: Resume = False,
+) -> None:
+    """Benchmark agents on a suite: pass@1, pass@k, pass^k, reward, tokens, time, failures; and a report."""
+    from gfcr.apps.bench.bench import BenchConfig
+    from gfcr.apps.bench.bench import bench as run_bench
+    from gfcr.apps.bench.report import write_report
+
+    try:
+        runner = _runner_config(
+            concurrency, max_turns, max_tokens, episode_tokens, temperature, env_workers, backend
+        )
+        config = BenchConfig(
+            tuple(target),
+            tuple(agent),
+            k,
+            num_tasks,
+            _parse_env_args(env_arg or []),
+            report,
+            resume,
+            seed,
+            runner,
+        )
+        result = run_bench(
+            config,
+            progress=True,
+            on_agent=lambda r: console.print(
+                f"{r.agent}: {r.overall.episodes} "
+                f"episodes in {r.seconds:.1f} s, pass@1 {r.overall.pass_at_1:.3f}"
+            ),
+        )
+        index = write_report(config, result)
+    except GfcrError as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    scores, reasons = _bench_tables(result, k)
+    console.print(scores, *([reasons] if reasons.row_count else []))  # no table when all were solved
+    console.print(f"report: {index}", soft_wrap=True)
+
+
+@app.command("tiny-model")
+def tiny_model(
+    directory: Annotated[Path, typer.Argument(help="Where to write the model (created).")],
+    vocab_size: Annotated[int, typer.Option(help="Tokenizer vocabulary size.")] = 1024,
+    hidden_size: Annotated[int, typer.Option(help="Hidden size.")] = 64,
+    num_layers: Annotated[int, typer.Option(help="Transformer layers.")] = 2,
+    num_heads: Annotated[int, typer.Option(help="Attention heads (head size = hidden size / heads).")] = 2,
+    seed: Annotated[int, typer.Option(help="Seed of the random weights.")] = 0,
+) -> None:
+    """Write a small randomly initialised chat model (Qwen2-style) with a locally trained tokenizer."""
+    from gfcr.apps.tiny_model import write_tiny_model
+
+    try:
+        path = write_tiny_model(
+            directory,
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            seed=seed,
+        )
+    except GfcrError as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    console.print(f"tiny model: {path}  (use it as --agent hf:{path})")
+
+
+@app.command()
+def train(
+    config: Annotated[Path, typer.Argument(help="Trainer config (TOML), e.g. examples/tooluse_tiny_cpu.toml")],  # noqa: E501
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option("--set", "-s", help="Override a config value: SECTION.KEY=VALUE (VALUE read as TOML)."),
+    ] = None,
+    resume: Annotated[bool, typer.Option(help="Continue from the newest checkpoint in out_dir.")] = True,
+) -> None:
+    """Train a policy with the bundled GRPO-family trainer (see docs/trainer.md)."""
+    from gfcr.trainers import TrainConfig
+    from gfcr.trainers import main as train_main
+
+    try:
+        cfg = TrainConfig.from_toml(config)
+        if overrides:
+            cfg = TrainConfig.from_dict(_apply_overrides(cfg.to_dict(), overrides))
+        history = train_main(cfg, resume=resume)
+    except GfcrError as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    if history:
+        last = {k: v for k, v in history[-1].items() if k.startswith(("rollout/reward", "eval/", "loss/"))}
+        console.print(f"trained to step {history[-1]['step']}: {json.dumps(last)}; logs in {cfg.out_dir}")
+
+
+def _apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """`SECTION.KEY=VALUE` pairs into a config dict; VALUE is read as TOML (else as a string)."""
+    import tomllib
+
+    for pair in overrides:
+        key, sep, raw = pair.partition("=")
+        if not sep:
+            raise ConfigError(f"--set expects KEY=VALUE, got {pair!r}")
+        try:
+            value = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        *sections, name = key.strip().split(".")
+        target = data
+        for section in sections:
+            target = target.setdefault(section, {})
+        target[name] = value
+    return data
+
+
+@app.command()
+def serve(
+    model: Annotated[
+        str, typer.Argument(help="Model directory (transformers format), e.g. from `gfcr tiny-model`.")
+    ],
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    name: Annotated[
+        str | None, typer.Option(help="Model name clients ask for (default: MODEL as given).")
+    ] = None,
+) -> None:
+    """Serve a local model over an OpenAI-compatible API (/v1/chat/completions with tools, /v1/models)."""
+    from gfcr.apps.serve import serve as run_server
+
+    try:
+        console.print(
+            f"serving {name or model} at http://{host}:{port}/v1  (agent spec: openai:{name or model}@http://{host}:{port}/v1)"
+        )
+        run_server(model, host=host, port=port, model_name=name)
+    except GfcrError as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+
+
+def _bench_tables(result: Any, k: int) -> tuple[Table, Table]:
+    """The scores of each agent, and its episodes not solved by reason (a BenchResult's)."""
+    scores = Table(title=f"gfcr bench · {result.suite} · k={k}", title_justify="left", box=box.SIMPLE_HEAD)
+    per_k = [f"pass@{k}", f"pass^{k}"] if k > 1 else []  # with k=1 both equal pass@1
+    columns = ["agent", "episodes", "pass@1", *per_k, "reward", "tok/ep", "policy s", "env s"]
+    widest = max((len(r.agent) for r in result.agents), default=5)
+    scores.add_column("agent", min_width=min(widest, 30), overflow="fold")
+    for column in columns[1:]:
+        scores.add_column(column, justify="right")
+    reasons = Table(title="episodes not solved, by reason", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("agent", "reason", "episodes"):
+        reasons.add_column(column, justify="right" if column == "episodes" else "left")
+    for r in result.agents:
+        s = r.overall
+        values = [s.pass_at_1, *([s.pass_at.get(k, 0), s.pass_hat.get(k, 0)] if k > 1 else []), s.mean_reward]
+        scores.add_row(r.agent, str(s.episodes), *(f"{v:.3f}" for v in values), f"{s.mean_tokens_out:.0f}",
+                       f"{s.policy_s:.1f}", f"{s.env_s:.1f}")  # fmt: skip
+        for outcome, count in s.outcomes.items():
+            if outcome != "solved":
+                reasons.add_row(r.agent, outcome, str(count))
+    return scores, reasons
+
+
+def _runner_config(
+    concurrency: int,
+    max_turns: int | None,
+    max_tokens: int,
+    episode_tokens: int | None,
+    temperature: float,
+    env_workers: str,
+    backend: str,
+) -> Any:
+    from gfcr.agents import RunnerConfig, SamplingParams
+
+    sampling = SamplingParams(
+        temperature=temperature, max_tokens=max_tokens
+    )  # seeded per episode by the runner
+    return RunnerConfig(
+        concurrency=concurrency,
+        max_turns=max_turns,
+        max_episode_tokens=episode_tokens,
+        sampling=sampling,
+        env_workers=env_workers,
+        backend=backend,
+    )
+
+
+def _count_tasks(env_id: str) -> str:
+    try:
+        return str(len(gym.make(env_id).unwrapped.tasks))  # type: ignore[attr-defined]
+    except Exception as e:  # a plugin that cannot be built must not hide the others
+        return f"[red]unavailable: {e}[/red]"
+
+
+def _parse_env_args(pairs: list[str]) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--env-arg expects KEY=VALUE, got {pair!r} (e.g. --env-arg dataset=champ)")
+        try:
+            kwargs[key] = json.loads(value)
+        except json.JSONDecodeError:
+            kwargs[key] = value
+    return kwargs

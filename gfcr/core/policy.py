@@ -1,0 +1,123 @@
+"""The policy contract: a batch of conversations in, completions out.
+
+Every backend (`scripted:`, `hf:`, `vllm:`, `openai:`) implements `Policy.generate`. Backends that
+own a tokenizer also implement `TokenPolicy`, which lets the runner keep token ids exactly as the
+policy produced them (token-in-token-out) instead of re-tokenizing text afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from gfcr.core.messages import Message, ToolCall
+from gfcr.core.task import Task
+from gfcr.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample: the knobs every backend understands.
+
+    `n` completions per request come back consecutively; `seed` makes sampling reproducible
+    where the backend allows it (per request in vLLM and OpenAI servers, per batch in `hf:`).
+
+    >>> SamplingParams(temperature=0.0, max_tokens=64).max_tokens
+    64
+    >>> SamplingParams(top_p=0)
+    Traceback (most recent call last):
+    ...
+    gfcr.errors.ConfigError: top_p must be in (0, 1], got 0
+    """
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 1024
+    n: int = 1
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ConfigError(f"temperature must be >= 0 (0 is greedy), got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_tokens < 1:
+            raise ConfigError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if self.n < 1:
+            raise ConfigError(f"n must be >= 1, got {self.n}")
+        if isinstance(self.stop, str):
+            raise ConfigError(
+                f"stop must be a tuple of strings, got the string {self.stop!r}; write ({self.stop!r},)"
+            )
+
+
+@dataclass(frozen=True)
+class Request:
+    """One conversation to continue: its messages, the tools offered, and how to sample.
+
+    `env_id` and `task` identify the episode; model-backed policies ignore them, scripted
+    oracles read the gold data from them. `prompt_ids`, when given, is the exact token prefix to
+    continue (token-in-token-out); a `TokenPolicy` must use it instead of rendering `messages`.
+    """
+
+    messages: tuple[Message, ...]
+    tools: tuple[dict[str, Any], ...] = ()
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    env_id: str = ""
+    task: Task | None = None
+    prompt_ids: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The policy's answer to one request. Token fields are None when the backend has none.
+
+    `text` is the raw model output (tool calls included, as the model wrote them); `tool_calls`
+    are the calls a server parsed natively (empty when the env should parse `text`).
+    `completion_ids` are the sampled tokens, the end-of-turn token included when one was sampled;
+    `logprobs` their log-probabilities under the model. `finish_reason` is "stop" or "length".
+    """
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: str = "stop"
+    prompt_ids: tuple[int, ...] | None = None
+    completion_ids: tuple[int, ...] | None = None
+    logprobs: tuple[float, ...] | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Anything that turns a batch of requests into completions, in order (n per request)."""
+
+    name: str
+    version: str
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]: ...
+
+
+@runtime_checkable
+class TokenPolicy(Policy, Protocol):
+    """A policy with a tokenizer: it renders prompts and observations to ids for the runner."""
+
+    def encode_prompt(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> list[int]:
+        """Token ids of the conversation so far, ending with the assistant's generation prompt."""
+        ...
+
+    def encode_observation(self, messages: Sequence[Message], after: Sequence[int]) -> list[int]:
+        """Token ids that follow the policy's own tokens `after`: the end of its turn, the env's
+        `messages`, and the next generation prompt."""
+        ...
+
+
+@runtime_checkable
+class AsyncPolicy(Policy, Protocol):
+    """A policy that serves requests concurrently (a server that batches on its side)."""
+
+    max_concurrent_batches: int
+
+    async def agenerate(self, requests: Sequence[Request]) -> list[Completion]: ...

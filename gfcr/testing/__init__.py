@@ -1,0 +1,5 @@
+"""Support for tests and benchmarks of gfcr and of code built on it (not used by the library).
+
+- `workloads.py`: synthetic workloads with a known ground truth (`BernoulliPrompts`, `ShopTools`),
+  for measuring the GFCR modules against the truth.
+"""
