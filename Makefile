@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.setup-stamp
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo lint test bench clean
 
 setup: $(STAMP)  ## Install system packages (as root on Debian), the venv and gfcr; fast when nothing changed.
 
@@ -27,7 +27,10 @@ demo: setup  ## List envs and suites, then bench the bundled agents (oracle, ran
 		--max-tokens 64 --episode-tokens 256 --report runs/demo-report
 	@echo "open runs/demo-report/index.html (summary, plots, and every episode turn by turn)"
 
-test: setup  ## Run the whole test suite.
+lint: setup  ## Static checks: ruff over all Python, mypy over the library (scripts/lint.sh).
+	bash scripts/lint.sh
+
+test: lint  ## The static checks, then the whole test suite.
 	$(PY) -m pytest
 
 bench: setup  ## Side-by-side benchmarks against peers (see docs/benchmarks.md).
@@ -41,4 +44,4 @@ bench: setup  ## Side-by-side benchmarks against peers (see docs/benchmarks.md).
 	$(PY) benchmarks/dialogue.py --repeats 5 --json docs/bench_dialogue.json
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache runs
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .mypy_tree runs

@@ -62,7 +62,7 @@ def list_envs() -> list[str]:
     return sorted(_registered | in_namespace)
 
 
-def env_class(env_id: str) -> type:
+def env_class(env_id: str) -> Any:
     """The class behind a registered env id (for class-level hooks such as `oracle`)."""
     from gymnasium.envs.registration import load_env_creator
 

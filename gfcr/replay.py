@@ -226,6 +226,36 @@ class ReplayBuffer:
 
         return self._write(run)
 
+    # -- state -----------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """Every stored row, provenance and storage times included, as plain data (a checkpoint's
+        part): a buffer that loads it samples, rescues and evicts as this one would.
+
+        >>> from gfcr.core import Step
+        >>> buffer = ReplayBuffer(ReplayConfig(url="sqlite://"))
+        >>> buffer.store(Trajectory("e", "q1", "?", [Step("42", "", 1.0, True, False)]))
+        >>> copy_ = ReplayBuffer(ReplayConfig(url="sqlite://"))
+        >>> copy_.load_state_dict(buffer.state_dict())
+        >>> [t.id for t in copy_.sample("q1")] == [t.id for t in buffer.sample("q1")]
+        True
+        """
+        query = select(table).order_by(table.c.stored_at, table.c.id)
+        rows = self._read(lambda c: c.execute(query).mappings().all())
+        # str(): SQLAlchemy's column names are a str subclass; the state holds plain data only
+        return {"rows": [{str(k): v for k, v in row.items()} for row in rows]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Hold exactly the rows of `state` (what was stored is replaced), in one transaction."""
+        rows = [dict(row) for row in state["rows"]]
+
+        def replace(conn: Connection) -> None:
+            conn.execute(delete(table))
+            if rows:
+                conn.execute(table.insert(), rows)
+
+        self._write(replace)
+
     def close(self) -> None:
         self.engine.dispose()
 

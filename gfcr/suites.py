@@ -34,12 +34,12 @@ class SuiteEntry:
 
     def count(self) -> int:
         """How many tasks this entry runs (builds the env, not the tasks)."""
-        total = len(self.make_env().unwrapped.tasks)
+        total = len(self.make_env().unwrapped.tasks)  # type: ignore[attr-defined]  # a gfcr TextEnv
         return total if self.num_tasks is None else min(self.num_tasks, total)
 
     def task_ids(self) -> list[str]:
         """The chosen task ids: every task, or `num_tasks` evenly spaced over the source."""
-        tasks = self.make_env().unwrapped.tasks
+        tasks = self.make_env().unwrapped.tasks  # type: ignore[attr-defined]
         if self.num_tasks is None or self.num_tasks >= len(tasks):
             return tasks.ids()
         step = len(tasks) / self.num_tasks
@@ -113,7 +113,9 @@ def _smoke() -> Suite:
         SuiteEntry("gfcr/SQL-v0", {"dataset": "chinook", "mode": "single_turn"}, num_tasks=1),
         SuiteEntry("gfcr/Dialogue-v0", {"domain": "airline"}, num_tasks=2),
         SuiteEntry("gfcr/Dialogue-v0", {"domain": "retail"}, num_tasks=2),
-        SuiteEntry("gfcr/Browser-v0", {"dataset": ["click-test", "enter-text", "login-user"], "num_seeds": 1}),
+        SuiteEntry(
+            "gfcr/Browser-v0", {"dataset": ["click-test", "enter-text", "login-user"], "num_seeds": 1}
+        ),
         SuiteEntry("gfcr/Browser-v0", {"dataset": "apps"}, num_tasks=3),
     ]
     return Suite("smoke", "A few tasks of each env family that exists, for a quick check.", tuple(families))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, Self, runtime_checkable
 
 from gfcr.errors import ConfigError
 
@@ -98,7 +98,7 @@ class Session(Protocol):
 
     def close(self) -> None: ...
 
-    def __enter__(self) -> Session: ...
+    def __enter__(self) -> Self: ...
 
     def __exit__(self, *exc_info: object) -> None: ...
 
@@ -107,8 +107,12 @@ class Session(Protocol):
 class Sandbox(Protocol):
     """Runs code in isolation: `run` from any thread, `arun` from asyncio, `session` for state."""
 
-    backend: str
     limits: Limits
+
+    @property
+    def backend(self) -> str:
+        """The backend's name: "local", "docker" or "unsafe-process"."""
+        ...
 
     def run(
         self,

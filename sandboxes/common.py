@@ -13,7 +13,7 @@ import signal
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from gfcr.errors import ConfigError
 from gfcr.sandboxes.base import ExecResult, Files, Limits, Session, Status
@@ -165,7 +165,7 @@ class SandboxBase(ABC):
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
 
-    def __enter__(self) -> SandboxBase:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -183,13 +183,17 @@ class SessionBase(ABC):
         self.limits = limits
         self.restarts = 0
 
+    @property
+    @abstractmethod
+    def alive(self) -> bool: ...
+
     @abstractmethod
     def run(self, code: str, *, stdin: str = "", limits: Limits | None = None) -> ExecResult: ...
 
     @abstractmethod
     def close(self) -> None: ...
 
-    def __enter__(self) -> SessionBase:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -55,3 +55,27 @@ def test_the_installed_console_script_works(tmp_path):
     gfcr = Path(sys.executable).parent / "gfcr"
     result = subprocess.run([str(gfcr), "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "run" in result.stdout and "list" in result.stdout
+
+
+def test_run_and_bench_offer_every_runner_setting_with_its_declared_help():
+    from gfcr.agents import RunnerConfig
+    from gfcr.core.config import settings
+
+    for command in ("run", "bench"):
+        result = runner.invoke(app, [command, "--help"], terminal_width=200)
+        assert result.exit_code == 0, result.output
+        text = " ".join(result.output.replace("│", " ").split())  # the help as one line, boxes removed
+        for s in settings(RunnerConfig):
+            assert f"--{s.name.replace('_', '-')}" in text and " ".join(s.help.split()) in text, s.name
+
+
+def test_runner_options_reach_the_runner_and_bad_values_are_usage_errors(tmp_path):
+    out = tmp_path / "t.jsonl"
+    args = ["run", "gfcr/ToolUse-v0", "-a", "scripted:oracle", "-n", "3", "-o", str(out)]
+    options = ["--max-turns", "1", "--concurrency", "2", "--stop", "</answer>", "--episode-tokens", "64"]
+    result = runner.invoke(app, [*args, *options])  # --episode-tokens: --max-episode-tokens's older name
+    assert result.exit_code == 0, result.output
+    # the oracle looks the code up with a tool, then answers: cut after that first turn
+    assert all(len(t.steps) == 1 and t.steps[-1].truncated for t in read_jsonl(out))
+    result = runner.invoke(app, [*args, "--env-workers", "procss"], terminal_width=200)
+    assert result.exit_code == 2 and "env_workers must be 'thread' or 'process'" in result.output

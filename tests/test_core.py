@@ -55,6 +55,17 @@ def test_trajectory_round_trips_through_json_with_every_field():
     assert Trajectory.from_json(line) == trajectory
 
 
+def test_a_recorded_final_state_round_trips_and_lines_without_one_still_load():
+    trajectory = full_trajectory()
+    trajectory.steps[-1].state = {"site": "shop", "answer": None, "site_state": {"orders": [["a", 1]]}}
+    data = json.loads(trajectory.to_json())
+    assert "state" not in data["steps"][0]  # steps without a state are written as before
+    assert Trajectory.from_json(trajectory.to_json()) == trajectory
+    old_line = full_trajectory().to_dict()
+    assert all("state" not in step for step in old_line["steps"])
+    assert all(step.state is None for step in Trajectory.from_dict(old_line).steps)
+
+
 def test_token_data_with_mismatched_lengths_is_rejected():
     with pytest.raises(DataError, match="lengths differ"):
         TokenData([1], [2, 3], [1], [0.0, 0.0])

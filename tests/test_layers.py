@@ -9,6 +9,7 @@ trainers, apps. Modules of one layer may import each other.
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -121,3 +122,38 @@ def test_importing_a_gfcr_module_does_not_load_the_runner():
     code = "import gfcr.control, gfcr.filter, sys; print(*sorted(m for m in sys.modules if m.startswith('gfcr.')))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert [m for m in loaded if layer_of(m) > 2] == []
+
+
+@pytest.mark.parametrize(
+    ("module", "names"),
+    [
+        ("gfcr", "list_envs register_env GfcrError __version__"),
+        ("gfcr.core", "Task Message ToolCall ToolSpec Action Step Trajectory Policy Request SamplingParams "
+                      "Completion Controller Decision SignalReader ReplaySink Verifier Verdict EpisodeSpec"),
+        ("gfcr.agents", "make_policy Runner RunnerConfig Policy Request SamplingParams Completion"),
+        ("gfcr.filter", "Verifier Verdict Rubric LLMJudge group_advantages"),
+        ("gfcr.control", "RolloutController ControlConfig DynamicSampling"),
+        ("gfcr.replay", "ReplayBuffer"),
+        ("gfcr.skills", "SkillLibrary"),
+        ("gfcr.trainers", "TrainConfig Trainer"),
+        ("gfcr.apps.cli", "app"),
+    ],
+)
+def test_the_design_contract_names_import(module, names):
+    imported = importlib.import_module(module)
+    assert [name for name in names.split() if not hasattr(imported, name)] == []
+
+
+def test_the_contracts_are_one_class_each():
+    import gfcr.agents
+    import gfcr.core
+    import gfcr.filter
+
+    assert gfcr.agents.Policy is gfcr.core.Policy and gfcr.agents.Controller is gfcr.core.Controller
+    assert gfcr.filter.Verdict is gfcr.core.Verdict and gfcr.filter.Verifier is gfcr.core.Verifier
+
+
+def test_python_dash_m_gfcr_is_the_cli():
+    out = subprocess.run([sys.executable, "-m", "gfcr", "--help"], capture_output=True, text=True, check=True)
+    for command in ("list", "run", "bench", "train", "serve", "tiny-model"):
+        assert command in out.stdout

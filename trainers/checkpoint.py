@@ -4,8 +4,8 @@ A checkpoint is a directory `out_dir/checkpoints/step-000042/` holding
 
 - `model/`: the model (or LoRA adapter) and tokenizer via `save_pretrained`, loadable as `hf:PATH`;
 - `state.pt`: the trainable weights (exact), optimizer, LR scheduler, step, RNG states (Python,
-  NumPy, torch), Control's state (prompt posteriors, its RNG, its run counter) and the replay
-  buffer's rows.
+  NumPy, torch), and the `state_dict()` of each GFCR component with state: Control's (prompt
+  posteriors, its RNG, its run counter) and the replay buffer's (its rows).
 
 It is written to a temporary directory and renamed into place, so a killed process never leaves a
 half-written checkpoint that `latest_checkpoint` would pick.
@@ -67,7 +67,7 @@ def load_state(checkpoint: Path) -> dict[str, Any]:
     path = checkpoint / "state.pt"
     if not path.exists():
         raise DataError(f"{checkpoint} is not a gfcr checkpoint (no state.pt)")
-    # weights_only=False: the state holds NumPy RNG tuples and Control's history (our own objects).
+    # weights_only=False: the state holds NumPy RNG tuples (plain data, but not tensors).
     return torch.load(path, map_location="cpu", weights_only=False)
 
 
@@ -88,25 +88,3 @@ def prune_checkpoints(directory: Path, keep: int) -> None:
     """Delete all but the newest `keep` checkpoints."""
     for old in checkpoints(directory)[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
-
-
-def replay_rows(buffer: Any) -> list[dict[str, Any]]:
-    """Every row of a `ReplayBuffer` (to restore it exactly on resume)."""
-    from sqlalchemy import select
-
-    from gfcr.replay import table
-
-    with buffer.engine.connect() as conn:
-        return [dict(row._mapping) for row in conn.execute(select(table))]
-
-
-def restore_replay(buffer: Any, rows: list[dict[str, Any]]) -> None:
-    """Make the buffer hold exactly `rows` (what it held at the checkpoint)."""
-    from sqlalchemy import delete
-
-    from gfcr.replay import table
-
-    with buffer.engine.begin() as conn:
-        conn.execute(delete(table))
-        if rows:
-            conn.execute(table.insert(), rows)

@@ -41,7 +41,6 @@ import torch
 from gfcr.agents import Runner, RunnerConfig, episodes_for_env, make_policy
 from gfcr.control import ControlConfig, RolloutController
 from gfcr.core import Trajectory, read_jsonl, write_jsonl
-from gfcr.core.policy import SamplingParams
 from gfcr.generate.groups import group_by_task
 from gfcr.replay import ReplayBuffer, ReplayConfig
 from gfcr.trainers import checkpoint as ckpt
@@ -101,7 +100,7 @@ class Trainer:
             config.loss,
             micro_batch_size=optim.micro_batch_size,
             max_grad_norm=optim.max_grad_norm,
-            max_tokens=rollout.max_episode_tokens or rollout.max_tokens,
+            max_tokens=rollout.runner.max_episode_tokens or rollout.runner.sampling.max_tokens,
             pad_id=self.models.pad_id,
             device=self.models.device,
             autocast=self.models.autocast,
@@ -253,15 +252,8 @@ class Trainer:
     # -- settings --------------------------------------------------------------------------------
 
     def runner_config(self) -> RunnerConfig:
-        rollout = self.config.rollout
-        return RunnerConfig(
-            concurrency=rollout.concurrency,
-            sampling=SamplingParams(
-                temperature=rollout.temperature, top_p=rollout.top_p, max_tokens=rollout.max_tokens
-            ),
-            max_turns=rollout.max_turns,
-            max_episode_tokens=rollout.max_episode_tokens,
-        )
+        """How rollouts, SFT data and evaluations are run: `[rollout]`'s runner settings."""
+        return self.config.rollout.runner
 
     def lr_factor(self, step: int) -> float:
         """LR multiplier at optimizer step `step`: the SFT LR first, then warmup and the schedule."""
@@ -288,12 +280,8 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "rng": ckpt.rng_state(),
-            "controller": {
-                "history": self.controller.history,
-                "rng": self.controller.rng.bit_generator.state,
-                "runs": self.controller.runs,
-            },
-            "replay": ckpt.replay_rows(self.replay) if self.replay is not None else None,
+            "controller": self.controller.state_dict(),
+            "replay": self.replay.state_dict() if self.replay is not None else None,
             "config": self.config.to_dict(),
         }
         path = ckpt.save_checkpoint(directory, self.step, state, self.model, self.models.tokenizer)
@@ -311,12 +299,9 @@ class Trainer:
                     param.copy_(trainable[name].to(param.device, param.dtype))
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
-        controller = state["controller"]
-        self.controller.history = controller["history"]
-        self.controller.rng.bit_generator.state = controller["rng"]
-        self.controller.runs = controller["runs"]
+        self.controller.load_state_dict(state["controller"])
         if self.replay is not None and state.get("replay") is not None:
-            ckpt.restore_replay(self.replay, state["replay"])
+            self.replay.load_state_dict(state["replay"])
         ckpt.set_rng_state(state["rng"])
         self.step = int(state["step"])
         logger.info("resumed from %s (step %d)", checkpoint, self.step)

@@ -13,4 +13,12 @@ from gfcr.agents.runner.rollout import rollout
 from gfcr.agents.runner.runner import Runner, RunnerConfig, RunResult
 from gfcr.agents.runner.specs import env_config, episodes_for_env, episodes_for_suite
 
-__all__ = ["RunResult", "Runner", "RunnerConfig", "env_config", "episodes_for_env", "episodes_for_suite", "rollout"]
+__all__ = [
+    "RunResult",
+    "Runner",
+    "RunnerConfig",
+    "env_config",
+    "episodes_for_env",
+    "episodes_for_suite",
+    "rollout",
+]

@@ -24,7 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gfcr.agents.runner.batcher import Batcher
@@ -34,6 +34,7 @@ from gfcr.agents.runner.progress import RunProgress
 from gfcr.agents.runner.specs import EpisodeSpec
 from gfcr.agents.runner.writer import TrajectoryWriter
 from gfcr.core import Provenance, Trajectory
+from gfcr.core.config import setting
 from gfcr.core.hooks import Controller, ReplaySink, SignalReader
 from gfcr.core.policy import Policy, SamplingParams
 from gfcr.errors import ConfigError, EpisodeError
@@ -43,24 +44,47 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RunnerConfig:
-    """How the runner runs; every limit is per episode unless it says otherwise."""
+    """How the runner runs; every limit is per episode unless it says otherwise.
 
-    concurrency: int = 64  # episodes in flight at once (each waiting on the policy or its env)
-    prefetch: int | None = None  # episodes reset ahead, ready to take a freed slot (None: concurrency/4)
-    max_batch_size: int | None = None  # requests per policy batch (None: concurrency)
-    batch_timeout_s: float | None = None  # longest a request waits for stragglers (None: adaptive)
-    sampling: SamplingParams = field(default_factory=SamplingParams)  # seed None: each episode's own seed
-    max_turns: int | None = None  # policy turns before truncation (None: the env's own limit)
-    max_episode_tokens: int | None = None  # completion tokens before truncation
-    episode_timeout_s: float | None = None  # wall time before the episode fails
-    env_timeout_s: float = 300.0  # one reset or step
-    policy_timeout_s: float = 900.0  # one policy batch
-    env_workers: str = "thread"  # "thread" | "process" (CPU-heavy or crash-prone envs)
-    num_env_workers: int = 8  # threads or processes (Ray actors with backend="ray")
-    backend: str = "local"  # "local" | "ray" (env workers as Ray actors)
-    retries: int = 1  # new attempts for an episode whose failure may pass (lost worker, dead server)
-    flush_every: int = 32  # trajectories per JSONL write
-    flush_interval_s: float = 2.0  # or this often, whichever first
+    Each field declares its help text (`gfcr.core.config.setting`): `gfcr run` and `gfcr bench`
+    offer every setting as an option and the trainer's `[rollout]` table as a key, with the
+    sampling settings flat beside the others (`--max-tokens`, `max_tokens = 256`).
+
+    >>> from gfcr.core.config import from_dict
+    >>> from_dict(RunnerConfig, {"concurrency": 8, "max_tokens": 256}).sampling.max_tokens
+    256
+    """
+
+    concurrency: int = setting(64, "Episodes in flight at once (each waiting on the policy or its env).")
+    prefetch: int | None = setting(
+        None, "Episodes reset ahead, ready to take a freed slot (default: concurrency / 4)."
+    )
+    max_batch_size: int | None = setting(None, "Requests per policy batch (default: concurrency).")
+    batch_timeout_s: float | None = setting(
+        None, "Longest a request waits for stragglers, in seconds (default: adaptive)."
+    )
+    # n and seed are the runner's: one completion per turn, sampled with the episode's own seed.
+    sampling: SamplingParams = setting(
+        default_factory=SamplingParams,
+        help="How each policy turn samples.",
+        flatten=True,
+        exclude=("n", "seed"),
+    )
+    max_turns: int | None = setting(None, "Policy turns per episode before truncation (default: the env's).")
+    max_episode_tokens: int | None = setting(None, "Completion tokens per episode before truncation.")
+    episode_timeout_s: float | None = setting(None, "Wall seconds before an episode fails.")
+    env_timeout_s: float = setting(300.0, "Wall seconds for one env reset or step.")
+    policy_timeout_s: float = setting(900.0, "Wall seconds for one policy batch.")
+    env_workers: str = setting(
+        "thread", "Where env steps run: thread, or process (CPU-heavy or crash-prone envs)."
+    )
+    num_env_workers: int = setting(8, "Env threads or processes (Ray actors with backend ray).")
+    backend: str = setting("local", "local, or ray (env workers as Ray actors).")
+    retries: int = setting(
+        1, "New attempts for an episode whose failure may pass (lost worker, dead server)."
+    )
+    flush_every: int = setting(32, "Trajectories per JSONL write.")
+    flush_interval_s: float = setting(2.0, "Or a JSONL write this often, whichever comes first.")
 
     def __post_init__(self) -> None:
         positive = {

@@ -55,7 +55,9 @@ def calculator(expression: str) -> str:
     gfcr.errors.ToolError: calculator: '__import__' is not allowed; use numbers, operators and sqrt, cbrt, ...
     """
     if len(expression) > MAX_EXPRESSION_CHARS:
-        raise ToolError(f"calculator: expression has {len(expression)} characters; the limit is {MAX_EXPRESSION_CHARS}")
+        raise ToolError(
+            f"calculator: expression has {len(expression)} characters; the limit is {MAX_EXPRESSION_CHARS}"
+        )
     try:
         tree = parse_python(expression.replace("^", "**").strip(), mode="eval")
     except SyntaxError as e:
@@ -72,7 +74,7 @@ def calculator(expression: str) -> str:
 
 
 def _evaluate(node: ast.AST) -> Any:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):  # not bool, an int subclass
         # floats go through their decimal text so 0.1 is exactly 1/10
         return sympy.Integer(node.value) if isinstance(node.value, int) else sympy.Rational(repr(node.value))
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
@@ -92,7 +94,8 @@ def _evaluate(node: ast.AST) -> Any:
         if node.func.id == "factorial" and args and args[0].is_number and abs(args[0]) > 3_000:
             raise ToolError("calculator: factorial argument over 3000 is refused (result too large)")
         return _FUNCTIONS[node.func.id](*args)
-    name = getattr(node, "id", None) or getattr(getattr(node, "func", None), "id", None) or type(node).__name__
+    called = getattr(getattr(node, "func", None), "id", None)
+    name = getattr(node, "id", None) or called or type(node).__name__
     allowed = ", ".join(_FUNCTIONS)
     raise ToolError(f"calculator: {name!r} is not allowed; use numbers, operators and {allowed[:12]}...")
 
@@ -102,7 +105,9 @@ def _power(base: Any, exponent: Any) -> Any:
     if base.is_number and exponent.is_number and exponent.is_real and abs(base) > 1 and exponent > 0:
         digits = float(exponent) * math.log10(abs(complex(base)))
         if digits > MAX_RESULT_DIGITS:
-            raise ToolError(f"calculator: result would have about {digits:.3g} digits; the limit is {MAX_RESULT_DIGITS}")
+            raise ToolError(
+                f"calculator: result would have about {digits:.3g} digits; the limit is {MAX_RESULT_DIGITS}"
+            )
     return base**exponent
 
 

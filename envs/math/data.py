@@ -20,7 +20,9 @@ from gfcr.errors import ConfigError, DataError, UnknownNameError
 MMATH_SPLITS = ("all", "MATH500", "AIME2024", "AIME2025", "CNMO")
 # Generators whose samples carry no gold answer (their scorers only validate a solution), so no
 # oracle can be built from gold data: they are left out of the default set, usable by name.
-RG_WITHOUT_GOLD = frozenset({"boxnet", "graph_color", "propositional_logic", "rubiks_cube", "rush_hour", "composite"})
+RG_WITHOUT_GOLD = frozenset(
+    {"boxnet", "graph_color", "propositional_logic", "rubiks_cube", "rush_hour", "composite"}
+)
 RG_DEFAULT_SIZE = 1000
 
 
@@ -42,7 +44,10 @@ def load_source(dataset: str, *, split: str = "all", **options: Any) -> TaskSour
     if dataset.endswith((".jsonl", ".json", ".parquet")):
         return file_source(dataset, **options)
     raise UnknownNameError(
-        "math dataset", dataset, ["mmath", "champ", "reasoning_gym"], hint="or give a path to a .jsonl/.parquet file"
+        "math dataset",
+        dataset,
+        ["mmath", "champ", "reasoning_gym"],
+        hint="or give a path to a .jsonl/.parquet file",
     )
 
 
@@ -122,7 +127,10 @@ def reasoning_gym_source(
 
 
 def file_source(
-    path: str | Path, question_field: str = "question", answer_field: str = "answer", id_field: str | None = None
+    path: str | Path,
+    question_field: str = "question",
+    answer_field: str = "answer",
+    id_field: str | None = None,
 ) -> TaskSource:
     """Tasks from the user's JSONL, JSON (a list of objects) or Parquet file.
 

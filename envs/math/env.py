@@ -29,7 +29,9 @@ TOOLS: dict[str, ToolSpec] = {"calculator": ToolSpec.from_function(calculator), 
 VERIFIER = MathVerifier()  # the Filter verifier; GFCR modules use the same one
 ANSWER_FORMAT = "Put your final answer within \\boxed{}."
 NO_ANSWER = f"No final answer found. {ANSWER_FORMAT}"
-TOOL_HINT = "You may call the tools {names} before answering; your reply without a tool call is your final answer."
+TOOL_HINT = (
+    "You may call the tools {names} before answering; your reply without a tool call is your final answer."
+)
 
 
 class MathEnv(TextEnv):

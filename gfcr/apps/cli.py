@@ -24,12 +24,17 @@ from rich.logging import RichHandler
 from rich.table import Table
 
 import gfcr
+from gfcr.agents import RunnerConfig
+from gfcr.apps.options import config_options
 from gfcr.errors import ConfigError, GfcrError
 
 app = typer.Typer(help="gfcr: Gymnasium environments for agentic LLM rollouts.", no_args_is_help=True)
 console = Console(width=None if sys.stdout.isatty() else 120)  # 120 in pipes and logs, not 80
 
-# Options shared by `run` and `bench`: they fill a RunnerConfig.
+# Options shared by `run` and `bench`; the runner's own come from RunnerConfig's declarations.
+runner_options = config_options(
+    RunnerConfig, param="runner", aliases={"max_episode_tokens": ["--episode-tokens"]}, panel="Runner"
+)
 Agent = Annotated[
     str,
     typer.Option(
@@ -42,19 +47,6 @@ EnvArgs = Annotated[
     list[str] | None,
     typer.Option("--env-arg", "-e", help="Env keyword KEY=VALUE (VALUE parsed as JSON if it can be)."),
 ]
-Concurrency = Annotated[int, typer.Option(min=1, help="Episodes in flight at once.")]
-MaxTurns = Annotated[
-    int | None, typer.Option(min=1, help="Policy turns per episode before truncation (default: the env's).")
-]
-MaxTokens = Annotated[int, typer.Option(min=1, help="Completion tokens per policy turn.")]
-EpisodeTokens = Annotated[
-    int | None, typer.Option(min=1, help="Completion tokens per episode before truncation.")
-]
-Temperature = Annotated[float, typer.Option(min=0.0, help="Sampling temperature (0: greedy).")]
-EnvWorkers = Annotated[
-    str, typer.Option(help="Where env steps run: thread or process (CPU-heavy verifiers).")
-]
-Backend = Annotated[str, typer.Option(help="local, or ray (env workers as Ray actors).")]
 Resume = Annotated[
     bool, typer.Option("--resume", help="Keep the output and skip the episodes it already holds.")
 ]
@@ -90,6 +82,7 @@ def list_command() -> None:
 
 
 @app.command()
+@runner_options
 def run(
     env_id: Annotated[str, typer.Argument(help="Env id, e.g. gfcr/Math-v0 (see `gfcr list`).")],
     agent: Agent,
@@ -99,14 +92,9 @@ def run(
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the task order and of episode i (seed + i).")] = 0,
     env_arg: EnvArgs = None,
-    concurrency: Concurrency = 64,
-    max_turns: MaxTurns = None,
-    max_tokens: MaxTokens = 1024,
-    episode_tokens: EpisodeTokens = None,
-    temperature: Temperature = 1.0,
-    env_workers: EnvWorkers = "thread",
-    backend: Backend = "local",
     resume: Resume = False,
+    *,
+    runner: RunnerConfig,
 ) -> None:
     """Run an agent for N episodes of an env and write the trajectories as JSONL."""
     from gfcr.agents import Runner, episodes_for_env, make_policy
@@ -114,11 +102,8 @@ def run(
     try:
         if resume and out is None:
             raise ConfigError("--resume needs --out FILE.jsonl (the file to resume)")
-        config = _runner_config(
-            concurrency, max_turns, max_tokens, episode_tokens, temperature, env_workers, backend
-        )
         specs = episodes_for_env(env_id, episodes, kwargs=_parse_env_args(env_arg or []), seed=seed)
-        result = Runner(make_policy(agent), config).run(
+        result = Runner(make_policy(agent), runner).run(
             specs, out, resume=resume, progress=f"{env_id} · {agent}"
         )
     except GfcrError as e:
@@ -142,6 +127,7 @@ def run(
 
 
 @app.command()
+@runner_options
 def bench(
     target: Annotated[
         list[str], typer.Argument(help="A suite name (see `gfcr list`) or one or more env ids.")
@@ -156,14 +142,9 @@ def bench(
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of sample j is seed + j.")] = 0,
     env_arg: EnvArgs = None,
-    concurrency: Concurrency = 64,
-    max_turns: MaxTurns = None,
-    max_tokens: MaxTokens = 1024,
-    episode_tokens: EpisodeTokens = None,
-    temperature: Temperature = 1.0,
-    env_workers: EnvWorkers = "thread",
-    backend: Backend = "local",
     resume: Resume = False,
+    *,
+    runner: RunnerConfig,
 ) -> None:
     """Benchmark agents on a suite: pass@1, pass@k, pass^k, reward, tokens, time, failures; and a report."""
     from gfcr.apps.bench.bench import BenchConfig
@@ -171,9 +152,6 @@ def bench(
     from gfcr.apps.bench.report import write_report
 
     try:
-        runner = _runner_config(
-            concurrency, max_turns, max_tokens, episode_tokens, temperature, env_workers, backend
-        )
         config = BenchConfig(
             tuple(target),
             tuple(agent),
@@ -320,30 +298,6 @@ def _bench_tables(result: Any, k: int) -> tuple[Table, Table]:
             if outcome != "solved":
                 reasons.add_row(r.agent, outcome, str(count))
     return scores, reasons
-
-
-def _runner_config(
-    concurrency: int,
-    max_turns: int | None,
-    max_tokens: int,
-    episode_tokens: int | None,
-    temperature: float,
-    env_workers: str,
-    backend: str,
-) -> Any:
-    from gfcr.agents import RunnerConfig, SamplingParams
-
-    sampling = SamplingParams(
-        temperature=temperature, max_tokens=max_tokens
-    )  # seeded per episode by the runner
-    return RunnerConfig(
-        concurrency=concurrency,
-        max_turns=max_turns,
-        max_episode_tokens=episode_tokens,
-        sampling=sampling,
-        env_workers=env_workers,
-        backend=backend,
-    )
 
 
 def _count_tasks(env_id: str) -> str:

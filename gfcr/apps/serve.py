@@ -13,7 +13,7 @@ import json
 import re
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from fastapi import Request as HttpRequest
@@ -21,11 +21,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from gfcr.agents.policies.chat import ChatTokens
 from gfcr.agents.runner.batcher import Batcher
 from gfcr.core import Message, ToolCall, parse_action
 from gfcr.core.policy import Completion, Request, SamplingParams
 from gfcr.errors import GfcrError
+
+if TYPE_CHECKING:
+    from gfcr.agents.policies.hf import HFPolicy
 
 _TOOL_BLOCK = re.compile(r"<tool_call>.*?</tool_call>", re.DOTALL)
 
@@ -47,7 +49,7 @@ class ChatRequest(BaseModel):
     stream: bool = False
 
 
-def create_app(policy: ChatTokens, model_name: str, *, max_batch_size: int = 64) -> FastAPI:
+def create_app(policy: HFPolicy, model_name: str, *, max_batch_size: int = 64) -> FastAPI:
     """The ASGI app serving `policy` (a policy with a chat template, such as `HFPolicy`) as `model_name`."""
     app = FastAPI(title="gfcr serve", version="1")
     batcher: dict[str, Batcher] = {}  # made on the server's event loop at first use
@@ -141,7 +143,7 @@ def _message(data: dict[str, Any]) -> Message:
 
 
 def _choice(
-    index: int, completion: Completion, policy: ChatTokens, with_tools: bool, logprobs: bool
+    index: int, completion: Completion, policy: HFPolicy, with_tools: bool, logprobs: bool
 ) -> dict[str, Any]:
     action, errors = parse_action(completion.text) if with_tools else (None, [])
     message: dict[str, Any] = {"role": "assistant", "content": completion.text}

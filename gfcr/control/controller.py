@@ -99,6 +99,38 @@ class RolloutController:
         self.rng = np.random.default_rng(config.seed)
         self.runs = 0
 
+    def state_dict(self) -> dict[str, Any]:
+        """Everything the controller has learnt or drawn, as plain data (a checkpoint's part):
+        its prompt history, its RNG, its run counter and its selector's own state.
+
+        A fresh controller with the same config that loads it schedules what this one would:
+
+        >>> from gfcr.core import EnvConfig, EpisodeSpec
+        >>> specs = [EpisodeSpec(EnvConfig("gfcr/Math-v0"), f"q{i}") for i in range(10)]
+        >>> controller = RolloutController(ControlConfig(selector="thompson", num_prompts=2, group_size=2))
+        >>> _ = controller.schedule(specs)
+        >>> resumed = RolloutController(ControlConfig(selector="thompson", num_prompts=2, group_size=2))
+        >>> resumed.load_state_dict(controller.state_dict())
+        >>> resumed.schedule(specs) == controller.schedule(specs)
+        True
+        """
+        state: dict[str, Any] = {
+            "history": self.history.state_dict(),
+            "rng": self.rng.bit_generator.state,
+            "runs": self.runs,
+        }
+        if hasattr(self.selector, "state_dict"):  # GRESO adapts its keep probabilities
+            state["selector"] = self.selector.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from `state_dict()`'s output (the config is the constructor's, not restored)."""
+        self.history.load_state_dict(state["history"])
+        self.rng.bit_generator.state = state["rng"]
+        self.runs = int(state["runs"])
+        if "selector" in state and hasattr(self.selector, "load_state_dict"):
+            self.selector.load_state_dict(state["selector"])
+
     def plan(self, task_ids: Sequence[str]) -> dict[str, int]:
         """Samples per selected prompt for the next run."""
         config = self.config

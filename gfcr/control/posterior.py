@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from gfcr.errors import ConfigError
 
@@ -85,6 +86,25 @@ class PromptHistory:
             raise ConfigError(f"prior Beta parameters must be > 0, got {self.prior}")
         if not 0.0 < self.decay <= 1.0:
             raise ConfigError(f"decay must be in (0, 1], got {self.decay}")
+
+    def state_dict(self) -> dict[str, Any]:
+        """What the history has learnt, as plain data (for a checkpoint); the prior, decay and
+        success threshold are configuration, not state.
+
+        >>> h = PromptHistory()
+        >>> h.update("q1", [1.0, 0.0])
+        >>> again = PromptHistory()
+        >>> again.load_state_dict(h.state_dict())
+        >>> again.get("q1") == h.get("q1")
+        True
+        """
+        return {"stats": {task_id: asdict(s) for task_id, s in self.stats.items()}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Hold exactly what `state_dict()` returned (in place: holders of this history see it)."""
+        self.stats.clear()
+        for task_id, s in state["stats"].items():
+            self.stats[task_id] = PromptStats(**{**s, "last_rewards": tuple(s["last_rewards"])})
 
     def get(self, task_id: str) -> PromptStats:
         """The prompt's stats (the prior alone for a prompt never seen)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -93,6 +93,13 @@ class GresoSelector:
         chosen = _top(task_ids, np.where(kept, 2.0, keep_p), num, rng)
         self._last = chosen
         return chosen
+
+    def state_dict(self) -> dict[str, Any]:
+        """The adapted keep probabilities and the last choice (GRESO's auto-tuning state)."""
+        return {"p_easy": self.p_easy, "p_hard": self.p_hard, "last": list(self._last)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.p_easy, self.p_hard, self._last = state["p_easy"], state["p_hard"], list(state["last"])
 
     def _keep_probability(self, history: PromptHistory, task_id: str) -> float:
         s = history.get(task_id)

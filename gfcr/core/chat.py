@@ -25,6 +25,7 @@ from typing import Protocol
 from gfcr.core.messages import Message
 from gfcr.core.policy import Policy, Request, SamplingParams
 from gfcr.errors import ConfigError
+from gfcr.registry import make_policy
 
 
 class ChatModel(Protocol):
@@ -49,13 +50,10 @@ class PolicyChat:
         cache_path: str | Path | None = None,
         name: str = "policy",
     ) -> None:
-        if isinstance(policy, str):
-            from gfcr.registry import make_policy
-
-            policy = make_policy(policy)
-        if not callable(getattr(policy, "generate", None)):
+        resolved: Policy = make_policy(policy) if isinstance(policy, str) else policy
+        if not callable(getattr(resolved, "generate", None)):
             raise ConfigError(f"{name} must be a policy spec or an object with generate(), got {policy!r}")
-        self.policy = policy
+        self.policy = resolved
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.cache = ReplyCache(cache_path)

@@ -13,8 +13,9 @@ envs show to the model as an observation so it can correct itself.
 >>> action, errors = parse_action('I will add. <tool_call>{"name": "add", "arguments": {"a": 1}}</tool_call>')
 >>> action.tool_calls, errors
 ((ToolCall(name='add', arguments={'a': 1}, id='call_0'),), [])
->>> parse_action('<tool_call>{"name": "add", </tool_call>')[1]
-['tool call 1 is not valid JSON (Expecting property name enclosed in double quotes at char 16); write <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call>']
+>>> print(parse_action('<tool_call>{"name": "add", </tool_call>')[1][0])
+tool call 1 is not valid JSON (Expecting property name enclosed in double quotes at char 16);
+write <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call>
 """
 
 from __future__ import annotations

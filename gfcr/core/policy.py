@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from gfcr.core.config import setting
 from gfcr.core.messages import Message, ToolCall
 from gfcr.core.task import Task
 from gfcr.errors import ConfigError
@@ -31,12 +32,12 @@ class SamplingParams:
     gfcr.errors.ConfigError: top_p must be in (0, 1], got 0
     """
 
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int = 1024
-    n: int = 1
-    stop: tuple[str, ...] = ()
-    seed: int | None = None
+    temperature: float = setting(1.0, "Sampling temperature (0: greedy).")
+    top_p: float = setting(1.0, "Nucleus sampling: keep the likeliest tokens up to this probability mass.")
+    max_tokens: int = setting(1024, "Completion tokens per policy turn.")
+    n: int = setting(1, "Completions per request.")
+    stop: tuple[str, ...] = setting((), "Strings that end a completion when generated.")
+    seed: int | None = setting(None, "Sampling seed (None: unseeded).")
 
     def __post_init__(self) -> None:
         if self.temperature < 0:

@@ -83,7 +83,8 @@ class ToolSpec:
         for key, value in arguments.items():
             expected = properties[key].get("type")
             if expected and not _fits(value, expected):
-                raise ToolError(f"{self.name}() argument {key!r} must be {expected}, got {type(value).__name__}")
+                got = type(value).__name__
+                raise ToolError(f"{self.name}() argument {key!r} must be {expected}, got {got}")
 
     def __call__(self, **arguments: Any) -> Any:
         if self.function is None:
@@ -117,7 +118,9 @@ def _schema_for(hint: Any) -> dict[str, Any]:
     args = typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         non_null = [a for a in args if a is not type(None)]
-        return _schema_for(non_null[0]) if len(non_null) == 1 else {"anyOf": [_schema_for(a) for a in non_null]}
+        if len(non_null) == 1:
+            return _schema_for(non_null[0])
+        return {"anyOf": [_schema_for(a) for a in non_null]}
     if origin is Literal:
         return {"type": _JSON_TYPES.get(type(args[0]), "string"), "enum": list(args)}
     if origin in (list, tuple, set, frozenset) or hint in (list, tuple):

@@ -62,7 +62,7 @@ class LLMJudge:
     def __post_init__(self) -> None:
         if not 0.0 <= self.pass_at <= 1.0:
             raise ConfigError(f"pass_at must be in [0, 1], got {self.pass_at}")
-        model = self.model
+        model: Any = self.model
         # Which model judged is part of a cache key: a shared cache never mixes two judges' scores.
         self._identity = (
             model

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import bm25s
 import numpy as np
@@ -160,6 +161,35 @@ class SkillLibrary:
         if not skills:
             return ""
         return "Skills that solved similar tasks:\n\n" + "\n\n".join(s.render() for s in skills)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Every skill with its provenance and statistics, in the library's order, as plain data
+        (a checkpoint's part): a library that loads it retrieves and guides as this one does.
+
+        >>> library = SkillLibrary("sqlite://")
+        >>> _ = library.add(Skill("add", "function", "adds", "def add(a, b): return a + b"))
+        >>> again = SkillLibrary("sqlite://")
+        >>> again.load_state_dict(library.state_dict())
+        >>> [s.name for s in again.retrieve("add two numbers")]
+        ['add']
+        """
+        with self._lock:
+            return {"skills": [asdict(skill) for skill in self._skills.values()]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Hold exactly the skills of `state` (the stored ones are replaced), in its order."""
+        skills = [Skill(**dict(row)) for row in state["skills"]]
+        rows = [{**asdict(skill), "id": skill.id} for skill in skills]
+
+        def replace(conn: Connection) -> None:
+            conn.execute(delete(table))
+            if rows:
+                conn.execute(table.insert(), rows)
+
+        with self._lock:
+            self._write(replace)
+            self._skills = {skill.id: skill for skill in skills}
+            self._index = None
 
     def _build_index(self) -> tuple[list[str], object]:
         ids = list(self._skills)

@@ -101,6 +101,33 @@ def test_runner_stores_every_finished_trajectory(tmp_path: Path):
     assert {t.task_id for t in result.trajectories} == set(buffer.task_ids(passed=True))
 
 
+def test_a_buffer_loaded_from_its_state_dict_samples_rescues_and_evicts_the_same(
+    tmp_path: Path, through_checkpoint
+):
+    config = ReplayConfig(url=str(tmp_path / "a.db"), max_staleness=2, max_per_task=3)
+    original = ReplayBuffer(config)
+    for version in range(5):
+        original.store_many(
+            [
+                attempt(f"q{k}", f"answer {k} {version} {i}", float(i % 2), str(version))
+                for k in range(3)
+                for i in range(2)
+            ]
+        )
+    loaded = ReplayBuffer(ReplayConfig(url=str(tmp_path / "b.db"), max_staleness=2, max_per_task=3))
+    loaded.store(attempt("junk", "not in the state", 1.0))
+    loaded.load_state_dict(through_checkpoint(original.state_dict()))
+    assert len(loaded) == len(original) == 30
+    assert loaded.task_ids() == original.task_ids() == ["q0", "q1", "q2"]  # the junk is gone
+    for task_id in original.task_ids():
+        for rule in ("correct", "recent", "diverse"):
+            assert loaded.sample(task_id, 4, rule) == original.sample(task_id, 4, rule), (task_id, rule)
+        wrong = [attempt(task_id, "wrong", 0.0) for _ in range(2)]
+        assert loaded.rescue(wrong) == original.rescue(wrong)
+    assert loaded.evict(current_version=5) == original.evict(current_version=5) > 0
+    assert loaded.state_dict() == original.state_dict()
+
+
 WRITER = textwrap.dedent(
     """
     import sys

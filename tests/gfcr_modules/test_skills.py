@@ -86,6 +86,24 @@ def test_retrieved_skills_reach_the_policy_as_guidance():
     assert best.name == "+".join(KINDS[task.metadata["kind"]][1])  # the procedure of the task's kind
 
 
+def test_a_library_loaded_from_its_state_dict_retrieves_the_same_skills(tmp_path: Path, through_checkpoint):
+    family = ShopTools(seed=4)
+    original = SkillLibrary("sqlite://")
+    learn(original, family, family.tasks(16, prefix="train"))
+    first = next(iter(original))
+    original.record(first.id, True)
+    loaded = SkillLibrary(tmp_path / "skills.db")
+    learn(loaded, ShopTools(seed=5), ShopTools(seed=5).tasks(2, prefix="other"))  # replaced by the state
+    loaded.load_state_dict(through_checkpoint(original.state_dict()))
+    assert [s.id for s in loaded] == [s.id for s in original] and loaded.get(first.id).uses == 1
+    for task in family.tasks(10, prefix="new"):
+        assert [s.id for s in loaded.retrieve(task.prompt)] == [s.id for s in original.retrieve(task.prompt)]
+        assert loaded.guidance(task.prompt) == original.guidance(task.prompt)
+    loaded.close()
+    reopened = SkillLibrary(tmp_path / "skills.db")  # the loaded state was written to its database
+    assert {s.id for s in reopened} == {s.id for s in original} and reopened.get(first.id).uses == 1
+
+
 def test_extraction_turns_repeated_results_into_references():
     t = Trajectory(
         "e",

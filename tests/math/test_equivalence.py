@@ -321,7 +321,7 @@ def test_closed_forms(predicted, gold, expected):
 @pytest.fixture
 def math_verify_calls(monkeypatch):
     """Every pair that reaches math-verify, recorded (it still answers)."""
-    from gfcr.envs.math import equivalence
+    from gfcr.envs.math.answers import equivalence
 
     calls = []
     original = equivalence.verify_bounded

@@ -83,3 +83,34 @@ def test_logged_lr_is_the_one_each_step_used(make_config):
     )
     history = Trainer(config).train()
     assert [m["optim/lr"] for m in history] == pytest.approx([5e-3, 1e-3, 5e-4])
+
+
+def test_rollout_is_one_flat_table_of_the_trainers_keys_and_the_runners_settings():
+    from gfcr.agents import RunnerConfig, SamplingParams
+    from gfcr.core.config import settings
+    from gfcr.trainers.config import RolloutConfig
+
+    table = {"group_size": 4, "max_tokens": 32, "top_p": 0.9, "max_turns": 3, "concurrency": 4}
+    rollout = TrainConfig.from_dict({**BASE, "rollout": {**table, "runner_backend": "ray"}}).rollout
+    assert (rollout.backend, rollout.group_size) == ("hf", 4)
+    sampling = SamplingParams(max_tokens=32, top_p=0.9)
+    assert rollout.runner == RunnerConfig(concurrency=4, max_turns=3, backend="ray", sampling=sampling)
+    assert TrainConfig.from_dict(BASE).rollout.runner == RunnerConfig()  # one default per setting
+    with pytest.raises(ConfigError, match="did you mean 'max_tokens'") as error:
+        TrainConfig.from_dict({**BASE, "rollout": {"max_token": 32}})
+    assert all(s.name in str(error.value) for s in settings(RolloutConfig))  # the runner's keys too
+    with pytest.raises(ConfigError, match=r"\[rollout\] top_p must be in \(0, 1\]"):
+        TrainConfig.from_dict({**BASE, "rollout": {"top_p": 0}})
+    data = _apply_overrides(TrainConfig.from_dict(BASE).to_dict(), ["rollout.max_tokens=48"])
+    assert TrainConfig.from_dict(data).rollout.runner.sampling.max_tokens == 48
+
+
+def test_every_trainer_setting_declares_its_help_text():
+    from dataclasses import is_dataclass
+
+    from gfcr.core.config import settings
+
+    sections = [s.type for s in settings(TrainConfig) if is_dataclass(s.type)]
+    assert len(sections) == 8
+    for cls in (TrainConfig, *sections):
+        assert all(s.help.strip() for s in settings(cls)), cls.__name__

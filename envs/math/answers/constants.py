@@ -124,7 +124,7 @@ def _single(value: Value | None) -> list[Reading]:
 def _absolute(value: Value) -> Value:
     if isinstance(value, Approx):
         return Approx(abs(value.value), value.error, value.provisional)
-    return abs(value)
+    return -value if value < 0 else value
 
 
 def _reading_verdict(pred: Reading, gold: Reading) -> bool | None:

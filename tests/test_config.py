@@ -1,0 +1,33 @@
+"""Settings declared once (`gfcr.core.config`): help text on every field, tables built from them."""
+
+from __future__ import annotations
+
+import pytest
+
+from gfcr.agents import RunnerConfig, SamplingParams
+from gfcr.core.config import from_dict, settings, to_dict
+from gfcr.errors import ConfigError
+
+
+@pytest.mark.parametrize("cls", [SamplingParams, RunnerConfig])
+def test_every_setting_declares_its_help_text(cls):
+    assert all(s.help.strip() for s in settings(cls))
+
+
+def test_runner_table_holds_the_sampling_settings_flat_except_those_the_runner_sets():
+    names = [s.name for s in settings(RunnerConfig)]
+    assert {"max_tokens", "temperature", "top_p", "stop", "concurrency", "max_episode_tokens"} <= set(names)
+    assert "n" not in names and "seed" not in names and "sampling" not in names  # per episode, the runner's
+    config = from_dict(RunnerConfig, {"max_tokens": 64, "stop": ["</answer>"], "max_turns": 3})
+    assert config == RunnerConfig(max_turns=3, sampling=SamplingParams(max_tokens=64, stop=("</answer>",)))
+    assert from_dict(RunnerConfig, to_dict(config)) == config
+
+
+def test_bad_tables_are_errors_that_name_the_key_and_the_known_ones():
+    with pytest.raises(ConfigError, match="did you mean 'max_tokens'") as error:
+        from_dict(RunnerConfig, {"max_tokenz": 64}, "runner")
+    assert all(s.name in str(error.value) for s in settings(RunnerConfig))
+    with pytest.raises(ConfigError, match=r"^\[runner\] temperature must be >= 0"):
+        from_dict(RunnerConfig, {"temperature": -1.0}, "runner")
+    with pytest.raises(ConfigError, match=r"\[runner\] must be a table, got int"):
+        from_dict(RunnerConfig, 3, "runner")  # type: ignore[arg-type]
