@@ -43,7 +43,7 @@ from gfcr.agents import RandomPolicy
 from gfcr.agents.runner.rollout import rollout
 from gfcr.core import Message
 from gfcr.envs.dialogue import DialogueEnv, evaluate_conversation, gold_state, load_domain
-from gfcr.envs.dialogue import verdict as verdict_module
+from gfcr.envs.dialogue import evaluation as dialogue_evaluation
 from gfcr.envs.dialogue.db import Database
 from gfcr.errors import ToolError
 
@@ -159,7 +159,7 @@ def evaluation_times(found: list[dict[str, Any]]) -> dict[str, float]:
         seconds = []
         for conversation in found:
             if clear:
-                verdict_module._GOLD.clear()
+                dialogue_evaluation._GOLD.clear()
             started = time.perf_counter()
             evaluate(conversation)
             seconds.append(time.perf_counter() - started)
@@ -170,7 +170,7 @@ def evaluation_times(found: list[dict[str, Any]]) -> dict[str, float]:
         gold_state(task)
     return {
         "live_verdict": per_episode(
-            lambda c: verdict_module.judge(tasks[c["task_id"]], live[id(c)], c["messages"])
+            lambda c: dialogue_evaluation.judge(tasks[c["task_id"]], live[id(c)], c["messages"])
         ),
         "offline_gold_cached": per_episode(
             lambda c: evaluate_conversation(tasks[c["task_id"]], c["messages"])

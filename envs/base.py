@@ -4,7 +4,8 @@ A subclass supplies its tasks and tools and implements `respond(action) -> Outco
 class does everything the contract requires of every env: task choice by seed or
 `options={"task_id": ...}`, tool-call parsing, tool dispatch, turn and length limits, clear
 error observations for malformed actions (never an exception), and the `info` keys
-(`task`, `messages`, `tools` on reset; `messages`, `signals` on step).
+(`task`, `messages`, `tools` on reset; `messages`, `signals` on step, and `state` where the
+env records its final state for an offline verifier).
 
 Rewards: whatever `respond` returns; 0.0 for any action the env cannot use (wrong type, too long,
 malformed tool call, a step after the end) — such steps set `format_ok` to False.
@@ -32,6 +33,8 @@ class Outcome:
 
     `messages` is the observation as chat messages; by default one user message. `truncated`
     ends the episode without a verdict (a limit was hit); the turn limit is applied by the base.
+    `state`: what the env records of its final state when the episode ends (a JSON-able dict,
+    put in `info["state"]` and kept in the trajectory's last `Step`), for an offline verifier.
     """
 
     observation: str
@@ -40,6 +43,7 @@ class Outcome:
     truncated: bool = False
     signals: Signals = field(default_factory=dict)
     messages: tuple[Message, ...] | None = None
+    state: dict[str, Any] | None = None
 
 
 class TextEnv(gym.Env[str, str]):
@@ -68,7 +72,9 @@ class TextEnv(gym.Env[str, str]):
         if max_turns < 1:
             raise ConfigError(f"max_turns must be >= 1, got {max_turns}")
         if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+            raise ConfigError(
+                f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
+            )
         self.tasks = tasks
         self.tools = {tool.name: tool for tool in tools}
         self.system_prompt = system_prompt
@@ -138,7 +144,13 @@ class TextEnv(gym.Env[str, str]):
         observation = self._clip(outcome.observation)
         messages = list(outcome.messages) if outcome.messages else [Message("user", observation)]
         self.messages.extend(messages)
-        info = {"messages": messages, "signals": {**self.signal_defaults, **outcome.signals}, "turn": self.turn}
+        info = {
+            "messages": messages,
+            "signals": {**self.signal_defaults, **outcome.signals},
+            "turn": self.turn,
+        }
+        if outcome.state is not None:
+            info["state"] = outcome.state
         return observation, float(outcome.reward), outcome.terminated, truncated, info
 
     def render(self) -> str | None:
@@ -197,4 +209,3 @@ class TextEnv(gym.Env[str, str]):
             return text
         marker = f"\n…[truncated {len(text) - limit} characters]"
         return text[: limit - len(marker)] + marker
-

@@ -50,7 +50,7 @@ def load_models(config: TrainConfig) -> Models:
         policy = HFPolicy(config.model.path, device=config.model.device)
         model, tokenizer, device = policy.model, policy.tokenizer, policy.device
         if config.model.dtype == "bfloat16":
-            model.to(torch.bfloat16)
+            model.to(torch.bfloat16)  # type: ignore[arg-type]  # transformers types .to() for devices only
     if config.model.lora_rank > 0:
         model = _with_lora(model, config)
         if config.rollout.backend == "hf":

@@ -103,8 +103,9 @@ class Episode:
         self.actions.append(self.action(completion))
         self.messages.append(Message("assistant", completion.text, completion.tool_calls))
         self.messages.extend(info["messages"])
+        state = info.get("state")  # the env's final state, recorded for offline verifiers
         trajectory.steps.append(
-            Step(completion.text, obs, float(reward), terminated, truncated, info["signals"])
+            Step(completion.text, obs, float(reward), terminated, truncated, info["signals"], state)
         )
         self.done = terminated or truncated
         self._record_tokens(completion, info["messages"])

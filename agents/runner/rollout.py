@@ -56,6 +56,7 @@ def rollout(
             break
         policy_s = time.perf_counter() - started
         started = time.perf_counter()
-        result = env.step(episode.action(completion))
+        obs, reward, terminated, truncated, info = env.step(episode.action(completion))
+        result = (str(obs), float(reward), terminated, truncated, info)
         episode.record(completion, result, policy_s=policy_s, env_s=time.perf_counter() - started)
     return episode.trajectory

@@ -2,13 +2,15 @@
 
 Two kinds of site implement it: MiniWoB's pages (`gfcr.envs.browser.miniwob`), judged by the
 page's own `core.js` reward globals, and gfcr's web apps (`gfcr.envs.browser.apps`), judged by
-the server-side state of the episode's session.
+the server-side state of the episode's session. A site's final state (the globals, the app's
+state) is recorded at the end of an episode as a JSON-able dict, and `judge_state` judges such a
+record the way `judge` judges the live episode: that is how `BrowserVerifier` re-judges offline.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gfcr.core import Task
 
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class SiteJudgement:
     """The judgement of an episode so far: is it over, its score, and why.
 
     `score` is the site's own: 1.0 when an app's goal is met exactly, MiniWoB's raw reward in
@@ -41,8 +43,16 @@ class Site(Protocol):
         """Load the task's first page into `tab` and return the goal the agent is given."""
         ...
 
-    async def verdict(self, tab: Tab, task: Task, answer: str | None) -> Verdict:
+    async def judge(self, tab: Tab, task: Task, answer: str | None) -> SiteJudgement:
         """Judge the episode now; `answer` is the text of the agent's `answer(...)`, if it gave one."""
+        ...
+
+    async def final_state(self, tab: Tab, task: Task) -> dict[str, Any]:
+        """What `judge_state` needs to judge the episode later, as a JSON-able dict."""
+        ...
+
+    def judge_state(self, task: Task, state: dict[str, Any], answer: str | None) -> SiteJudgement:
+        """Judge a recorded `final_state` (after a JSON round trip too), with no browser."""
         ...
 
     def close(self, tab: Tab) -> None:
@@ -54,4 +64,4 @@ class Site(Protocol):
         ...
 
 
-__all__ = ["Site", "Verdict"]
+__all__ = ["Site", "SiteJudgement"]

@@ -18,6 +18,11 @@ Signals: `format_ok` (actions could be read), `actions_ok` (every action ran wit
 `success` (the task was done: the site's score is 1, however long it took), `raw_reward` (the
 site's own score, MiniWoB's in [-1, 1]), `time_scaled_reward`.
 
+On the step that ends an episode (the site says it is over, `answer(...)`, or the turn limit),
+`info["state"]` records the site's final state — `{"site", "answer", "site_state"}`, a JSON-able
+dict — and the step's reward is judged from that record, so that `BrowserVerifier` re-judges a
+saved trajectory to the same reward with no browser.
+
 The browser starts on the first `reset()`, once per process; see docs/browser.md for examples.
 """
 
@@ -32,7 +37,7 @@ from typing import Any, ClassVar
 from gfcr.core import Action, Message, Task, ToolCall, ToolSpec
 from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.browser.actions import format_call, parse_calls
-from gfcr.envs.browser.base import Site, Verdict
+from gfcr.envs.browser.base import Site, SiteJudgement
 from gfcr.envs.browser.data import browser_source
 from gfcr.envs.browser.host import BrowserHost, browser_host
 from gfcr.envs.browser.marks import draw_marks
@@ -40,6 +45,7 @@ from gfcr.envs.browser.server import loopback_server
 from gfcr.envs.browser.sites import make_sites
 from gfcr.envs.browser.snapshot import PageView, render_page
 from gfcr.envs.browser.tab import Tab, fresh_tab
+from gfcr.envs.browser.verifier import episode_result
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import BrowserError, ToolError
 
@@ -225,10 +231,13 @@ class BrowserEnv(TextEnv):
             results = self._perform(calls)
             if episode.error is not None:
                 return self._broken(episode.error)
-            verdict, page = self._look()
+            judgement, page = self._look()
+            state = None
+            if judgement.done or episode.answer is not None or self.turn >= self.max_turns:
+                state, judgement = self._final_state()
         except Exception as e:  # a dead page or browser: end the episode, never the caller
             return self._broken(e)
-        return self._outcome(calls, results, verdict, page, native=bool(action.tool_calls))
+        return self._outcome(calls, results, judgement, page, bool(action.tool_calls), state)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
         observation, info = super().reset(seed=seed, options=options)
@@ -310,43 +319,56 @@ class BrowserEnv(TextEnv):
                 break
         return results
 
-    def _judge(self) -> Verdict:
+    def _judge(self) -> SiteJudgement:
         host, site = self._episode.started()
-        return host.run(site.verdict(self._tab, self.task, self._episode.answer), self._timeout_s())
+        return host.run(site.judge(self._tab, self.task, self._episode.answer), self._timeout_s())
 
-    def _look(self) -> tuple[Verdict, str]:
-        """The verdict now and the observation text of the page (with any notes first)."""
+    def _final_state(self) -> tuple[dict[str, Any], SiteJudgement]:
+        """The episode's final state as recorded for `BrowserVerifier`, and the site's judgement of it."""
+        assert self.task is not None
+        episode = self._episode
+        host, site = episode.started()
+        site_state = host.run(site.final_state(self._tab, self.task), self._timeout_s())
+        state = {"site": site.name, "answer": episode.answer, "site_state": site_state}
+        return state, site.judge_state(self.task, site_state, episode.answer)
+
+    def _look(self) -> tuple[SiteJudgement, str]:
+        """The site's judgement now and the observation text of the page (with any notes first)."""
         episode = self._episode
         host, site = episode.started()
         tab = self._tab
 
-        async def look() -> tuple[Verdict, str]:
-            verdict, snapshot = await asyncio.gather(
-                site.verdict(tab, self.task, episode.answer), tab.snapshot()
+        async def look() -> tuple[SiteJudgement, str]:
+            judgement, snapshot = await asyncio.gather(
+                site.judge(tab, self.task, episode.answer), tab.snapshot()
             )
             notes, tab.notes = tab.notes, []
             page = render_page(episode.goal, tab.path, snapshot)
-            return verdict, "\n".join([*notes, page])
+            return judgement, "\n".join([*notes, page])
 
         return host.run(look(), self._timeout_s())
 
     def _outcome(
-        self, calls: list[ToolCall], results: list[Message], verdict: Verdict, page: str, native: bool
+        self,
+        calls: list[ToolCall],
+        results: list[Message],
+        judgement: SiteJudgement,
+        page: str,
+        native: bool,
+        state: dict[str, Any] | None,
     ) -> Outcome:
-        done = verdict.done or self._episode.answer is not None
-        scaled = verdict.score if verdict.time_scaled is None else verdict.time_scaled
-        reward = min(max(scaled if self.time_scaled else verdict.score, 0.0), 1.0) if done else 0.0
+        done, reward, judged = episode_result(judgement, self._episode.answer is not None, self.time_scaled)
         ending = (
-            f"The task is over: reward {reward:g} ({verdict.reason or 'no reason given'}).\n" if done else ""
+            f"The task is over: reward {reward:g} ({judgement.reason or 'no reason given'}).\n"
+            if done
+            else ""
         )
         signals = {
             "format_ok": True,
             "actions_ok": not any(
                 m.content.startswith(("Error:", "Skipped after the error")) for m in results
             ),
-            "success": done and verdict.score >= 1.0,  # the task was done, however long it took
-            "raw_reward": float(verdict.score),
-            "time_scaled_reward": float(scaled),
+            **judged,
         }
         tail = f"{ending}\n{page}" if ending else f"\n{page}"
         if native:
@@ -360,12 +382,12 @@ class BrowserEnv(TextEnv):
                 ),
             ]
             observation = "\n".join(m.content for m in messages)
-            return Outcome(observation, reward, done, signals=signals, messages=tuple(messages))
+            return Outcome(observation, reward, done, signals=signals, messages=tuple(messages), state=state)
         lines = [
             f"{format_call(c.name, *c.arguments.values())}: {m.content}"
             for c, m in zip(calls, results, strict=True)
         ]
-        return Outcome("\n".join(lines) + "\n" + tail, reward, done, signals=signals)
+        return Outcome("\n".join(lines) + "\n" + tail, reward, done, signals=signals, state=state)
 
     def _broken(self, error: Exception) -> Outcome:
         self._episode.discard()

@@ -21,7 +21,7 @@ from functools import cache
 from typing import Any
 
 from gfcr.core import Task
-from gfcr.envs.browser.base import Verdict
+from gfcr.envs.browser.base import SiteJudgement
 from gfcr.envs.browser.miniwob_oracle import next_actions as miniwob_next_actions
 from gfcr.envs.browser.server import miniwob_html
 from gfcr.envs.browser.snapshot import PageView
@@ -38,7 +38,12 @@ START = """([seed, limitMs]) => {
 }"""
 # The natural-language tasks' getUtterance() returns {utterance, fields}; the agent gets the text.
 UTTERANCE = "() => { const u = core.getUtterance(); return typeof u === 'string' ? u : u.utterance; }"
-READ_REWARD = "() => [WOB_DONE_GLOBAL, WOB_REWARD_GLOBAL, WOB_RAW_REWARD_GLOBAL, WOB_REWARD_REASON]"
+READ_REWARD = """() => ({
+  WOB_DONE_GLOBAL: Boolean(WOB_DONE_GLOBAL),
+  WOB_REWARD_GLOBAL: Number(WOB_REWARD_GLOBAL),
+  WOB_RAW_REWARD_GLOBAL: Number(WOB_RAW_REWARD_GLOBAL),
+  WOB_REWARD_REASON: WOB_REWARD_REASON == null ? null : String(WOB_REWARD_REASON),
+})"""
 
 
 @cache
@@ -88,13 +93,28 @@ class MiniwobSite:
         await tab.rendered()  # e.g. the e-mail pages' icons load after the episode starts, and move things
         return str(await tab.page.evaluate(UTTERANCE))
 
-    async def verdict(self, tab: Tab, task: Task, answer: str | None) -> Verdict:
-        done, scaled, raw, reason = await tab.page.evaluate(READ_REWARD)
-        if not done:
-            return Verdict(
+    async def judge(self, tab: Tab, task: Task, answer: str | None) -> SiteJudgement:
+        return self.judge_state(task, await self.final_state(tab, task), answer)
+
+    async def final_state(self, tab: Tab, task: Task) -> dict[str, Any]:
+        """The page's reward globals: MiniWoB judges in JavaScript, so they are its final state."""
+        return dict(await tab.page.evaluate(READ_REWARD))
+
+    def judge_state(self, task: Task, state: dict[str, Any], answer: str | None) -> SiteJudgement:
+        """Judge recorded reward globals.
+
+        >>> state = {"WOB_DONE_GLOBAL": True, "WOB_REWARD_GLOBAL": 0.8, "WOB_RAW_REWARD_GLOBAL": 1.0,
+        ...          "WOB_REWARD_REASON": None}
+        >>> MiniwobSite().judge_state(miniwob_source(["click-test"], 1)[0], state, None)
+        SiteJudgement(done=True, score=1.0, reason='success', time_scaled=0.8)
+        """
+        if not state["WOB_DONE_GLOBAL"]:
+            return SiteJudgement(
                 answer is not None, 0.0, "ended before the task was done" if answer is not None else ""
             )
-        return Verdict(True, float(raw), str(reason or _describe(raw)), float(scaled))
+        raw = float(state["WOB_RAW_REWARD_GLOBAL"])
+        reason = state["WOB_REWARD_REASON"]
+        return SiteJudgement(True, raw, str(reason or _describe(raw)), float(state["WOB_REWARD_GLOBAL"]))
 
     def close(self, tab: Tab) -> None:
         pass

@@ -6,9 +6,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from gfcr.core import Task
 from gfcr.envs.browser.apps import APPS, App
-from gfcr.envs.browser.base import Site, Verdict
+from gfcr.envs.browser.base import Site, SiteJudgement
 from gfcr.envs.browser.miniwob import MiniwobSite
 from gfcr.envs.browser.server import COOKIE, loopback_server
 from gfcr.envs.browser.snapshot import PageView
@@ -29,10 +31,18 @@ class AppSite:
         await tab.goto(task.metadata["start"])
         return task.prompt
 
-    async def verdict(self, tab: Tab, task: Task, answer: str | None) -> Verdict:
+    async def judge(self, tab: Tab, task: Task, answer: str | None) -> SiteJudgement:
         session = loopback_server().sessions[tab.session or ""]
         with session.lock:
-            return self.app.verdict(task, session.state, answer)
+            return self.app.judge(task, session.state, answer)
+
+    async def final_state(self, tab: Tab, task: Task) -> dict[str, Any]:
+        session = loopback_server().sessions[tab.session or ""]
+        with session.lock:
+            return self.app.dump_state(session.state)
+
+    def judge_state(self, task: Task, state: dict[str, Any], answer: str | None) -> SiteJudgement:
+        return self.app.judge(task, self.app.load_state(state), answer)
 
     def close(self, tab: Tab) -> None:
         loopback_server().close_session(tab.session)

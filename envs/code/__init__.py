@@ -3,7 +3,7 @@
 from gfcr.envs.code.data import CodeTests, IOCase, load_source
 from gfcr.envs.code.env import CodeEnv
 from gfcr.envs.code.extract import extract_code
-from gfcr.envs.code.grading import Verdict, grade
+from gfcr.envs.code.grading import GradingReport, grade
 from gfcr.envs.code.interactive import CodeInteractiveEnv
 from gfcr.envs.code.verifier import CodeVerifier
 
@@ -12,8 +12,8 @@ __all__ = [
     "CodeInteractiveEnv",
     "CodeTests",
     "CodeVerifier",
+    "GradingReport",
     "IOCase",
-    "Verdict",
     "extract_code",
     "grade",
     "load_source",

@@ -25,7 +25,7 @@ MAX_PARALLEL_CASES = 4
 
 
 @dataclass(frozen=True)
-class Verdict:
+class GradingReport:
     """How a program did on a set of tests: counts, the sandbox status, and feedback for the agent."""
 
     passed: int
@@ -45,8 +45,8 @@ class Verdict:
 
 def grade(
     sandbox: Sandbox, tests: CodeTests, code: str, *, visible: bool = False, limits: Limits = DEFAULT_LIMITS
-) -> Verdict:
-    """Run `code` against the hidden tests of `tests` (or its visible ones) and return the verdict."""
+) -> GradingReport:
+    """Run `code` against the hidden tests of `tests` (or its visible ones) and report how it did."""
     if tests.kind == "function":
         test_code = tests.visible_test if visible else tests.test
         return grade_function(sandbox, code, tests.entry_point, tests.setup, test_code, limits)
@@ -71,7 +71,7 @@ def code_sandbox(backend: str = "auto") -> Sandbox:
 
 def grade_function(
     sandbox: Sandbox, code: str, entry_point: str, setup: str, test: str, limits: Limits = DEFAULT_LIMITS
-) -> Verdict:
+) -> GradingReport:
     """Run the function tests `test` (after `setup`) against `entry_point` as defined by `code`."""
     total = count_tests(test, entry_point)
     nonce = secrets.token_hex(16)
@@ -97,7 +97,7 @@ def grade_function(
         status = "timeout"  # the judge stopped waiting for the solution
     elif result.status == "ok" and (done is None or any(e.get("event") == "load_error" for e in events)):
         status = "error"  # the solution did not load, or the judge could not finish (the solution killed it)
-    return Verdict(min(passed, total), total, status, tuple(failures), result.stderr[-2000:])
+    return GradingReport(min(passed, total), total, status, tuple(failures), result.stderr[-2000:])
 
 
 def _events(stdout: str, nonce: str) -> list[dict]:
@@ -114,10 +114,10 @@ def _events(stdout: str, nonce: str) -> list[dict]:
 
 def grade_io(
     sandbox: Sandbox, code: str, cases: tuple[IOCase, ...], limits: Limits = DEFAULT_LIMITS
-) -> Verdict:
+) -> GradingReport:
     """Run `code` once per case; a case passes when it exits 0 and prints the expected output."""
     if not cases:
-        return Verdict(0, 0, "ok", ("this task has no tests of this kind",))
+        return GradingReport(0, 0, "ok", ("this task has no tests of this kind",))
     with ThreadPoolExecutor(min(len(cases), MAX_PARALLEL_CASES)) as pool:
         results = list(pool.map(lambda case: sandbox.run(code, stdin=case.input, limits=limits), cases))
     failures, passed = [], 0
@@ -128,7 +128,8 @@ def grade_io(
             failures.append(_io_failure(number, case, result))
     statuses = [r.status for r in results if r.status != "ok"]
     stderr = next((r.stderr for r in results if r.stderr), "")
-    return Verdict(passed, len(cases), statuses[0] if statuses else "ok", tuple(failures), stderr[-2000:])
+    status = statuses[0] if statuses else "ok"
+    return GradingReport(passed, len(cases), status, tuple(failures), stderr[-2000:])
 
 
 def same_output(got: str, expected: str) -> bool:

@@ -95,14 +95,14 @@ class CodeInteractiveEnv(CodeEnv):
                 "run_tests: no code to test yet; pass code=... or define it with run_python first"
             )
         try:
-            verdict = grade(self.sandbox, tests, program, visible=True, limits=self.limits)
+            report = grade(self.sandbox, tests, program, visible=True, limits=self.limits)
         except SandboxError as e:
             raise ToolError(f"run_tests: the sandbox failed: {e}") from e
-        if verdict.total == 0:
+        if report.total == 0:
             return "This task has no visible tests."
-        lines = [summary(verdict, "visible"), *verdict.failures[:10]]
-        if verdict.stderr and not verdict.all_passed:
-            lines.append("[stderr]\n" + verdict.stderr[-1500:])
+        lines = [summary(report, "visible"), *report.failures[:10]]
+        if report.stderr and not report.all_passed:
+            lines.append("[stderr]\n" + report.stderr[-1500:])
         return "\n".join(lines)
 
     def submit(self, code: str) -> str:

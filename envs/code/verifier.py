@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from gfcr.core import Task, Trajectory, Verdict, parse_action
 from gfcr.core.trajectory import Signals
 from gfcr.envs.code.extract import compiles, extract_code
-from gfcr.envs.code.grading import DEFAULT_LIMITS, code_sandbox, grade
-from gfcr.envs.code.grading import Verdict as TestReport
+from gfcr.envs.code.grading import DEFAULT_LIMITS, GradingReport, code_sandbox, grade
 from gfcr.sandboxes import STATUSES, Limits, Sandbox
 
 NO_PROGRAM = "No program found. Reply with your solution in a ```python code block."
@@ -35,7 +34,7 @@ def status_signals(status: str | None) -> dict[str, bool]:
     return {f"status_{name}": name == status for name in STATUSES}
 
 
-def code_signals(report: TestReport | None, format_ok: bool, status: str | None = None) -> Signals:
+def code_signals(report: GradingReport | None, format_ok: bool, status: str | None = None) -> Signals:
     """The code signals of a grading `report` (None: no test ran; `status` then names why)."""
     return {
         "format_ok": format_ok,
@@ -45,7 +44,7 @@ def code_signals(report: TestReport | None, format_ok: bool, status: str | None 
     }
 
 
-def summary(report: TestReport, kind: str) -> str:
+def summary(report: GradingReport, kind: str) -> str:
     """A grading report in words, for the agent ("hidden" or "visible" tests)."""
     text = f"{report.passed}/{report.total} {kind} tests passed."
     if report.status != "ok":

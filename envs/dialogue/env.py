@@ -25,6 +25,7 @@ from gfcr.core import Action, Message, Task, ToolCall  # noqa: F401  (ToolCall: 
 from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.dialogue.data import load_domain, task_source
 from gfcr.envs.dialogue.db import Database
+from gfcr.envs.dialogue.evaluation import ConversationJudgement, gold_state, judge, unsaid
 from gfcr.envs.dialogue.oracle import oracle_action
 from gfcr.envs.dialogue.users.base import (
     ENDS_THAT_COUNT,
@@ -36,7 +37,6 @@ from gfcr.envs.dialogue.users.base import (
 )
 from gfcr.envs.dialogue.users.llm import LLMUser
 from gfcr.envs.dialogue.users.scripted import ScriptedUser
-from gfcr.envs.dialogue.verdict import Verdict, gold_state, judge, unsaid
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import ConfigError
 
@@ -170,37 +170,41 @@ class DialogueEnv(TextEnv):
         return Outcome(outcome.observation, signals=self._signals(None), messages=outcome.messages)
 
     def _limit(self, outcome: Outcome) -> Outcome:
-        """At the turn limit (the base truncates the episode), report the verdict's signals too."""
+        """At the turn limit (the base truncates the episode), report the judgement's signals too."""
         if self.turn < self.max_turns:
             return outcome
-        return Outcome(outcome.observation, signals=self._signals(self._verdict()), messages=outcome.messages)
+        return Outcome(
+            outcome.observation, signals=self._signals(self._judgement()), messages=outcome.messages
+        )
 
     def _finish(self, turn: UserTurn) -> Outcome:
-        verdict = self._verdict()
+        judgement = self._judgement()
         counts = turn.end in ENDS_THAT_COUNT
         signals = {
-            **self._signals(verdict),
+            **self._signals(judgement),
             "user_ended": counts,
             "transferred": turn.end == "transfer",
             "user_gave_up": turn.end == "gave_up",
         }
-        return Outcome(turn.text, reward=verdict.reward if counts else 0.0, terminated=True, signals=signals)
+        return Outcome(
+            turn.text, reward=judgement.reward if counts else 0.0, terminated=True, signals=signals
+        )
 
-    def _verdict(self) -> Verdict:
+    def _judgement(self) -> ConversationJudgement:
         assert self.task is not None and self.db is not None
         return judge(self.task, self.db, self.messages)
 
-    def _signals(self, verdict: Verdict | None) -> dict[str, float | bool]:
+    def _signals(self, judgement: ConversationJudgement | None) -> dict[str, float | bool]:
         signals: dict[str, float | bool] = {
             "format_ok": True,
             "stop_deferred": STOP_DEFERRED in self._flags,
             "simulator_failure": bool(self._flags & (FAILURE_FLAGS | {TOOL_CRASHED})),
         }
-        if verdict is not None:
+        if judgement is not None:
             signals.update(
-                db_match=verdict.db_match,
-                communicated=verdict.communicated,
-                gold_actions_called=verdict.gold_actions_called,
+                db_match=judgement.db_match,
+                communicated=judgement.communicated,
+                gold_actions_called=judgement.gold_actions_called,
                 expects_change=self._gold.expects_change,
             )
         return signals

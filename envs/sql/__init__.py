@@ -4,12 +4,23 @@
   as multisets (or in order), columns matched by content, values normalised across drivers.
 - `execution_match(engine_or_url, pred_sql, gold_sql)`: run both and compare, order taken from
   the gold query's outermost ORDER BY; agent SQL only ever reads (see `guard` and `drivers`).
-- `SQLEnv`: the env; `TemporaryPostgres`: a throwaway server for tests and demos.
+- `SQLEnv`: the env; `SQLVerifier`: its grader, which also re-judges a saved trajectory by
+  re-executing its submitted query; `TemporaryPostgres`: a throwaway server for tests and demos.
 """
 
 from gfcr.envs.sql.engines.database import Database, execution_match
 from gfcr.envs.sql.engines.pg_server import TemporaryPostgres
-from gfcr.envs.sql.env import SQLEnv, extract_sql
+from gfcr.envs.sql.env import SQLEnv
 from gfcr.envs.sql.matching import results_match
+from gfcr.envs.sql.verifier import SQLVerifier, extract_sql, submitted_sql
 
-__all__ = ["Database", "SQLEnv", "TemporaryPostgres", "execution_match", "extract_sql", "results_match"]
+__all__ = [
+    "Database",
+    "SQLEnv",
+    "SQLVerifier",
+    "TemporaryPostgres",
+    "execution_match",
+    "extract_sql",
+    "results_match",
+    "submitted_sql",
+]

@@ -9,29 +9,28 @@ Reward 1.0 when the submitted query's result matches the gold query's (`results_
 as a multiset, in order when the gold has an outermost ORDER BY, columns in any order, floats
 within `float_tol`), else 0.0 — a failing, refused or missing query, or the turn limit.
 Signals: `format_ok` (the action could be used: a tool call, or an SQL block in single-turn
-mode), `executed` (its query ran), `match`, `turns` (turns taken so far).
+mode), `executed` (its query ran), `match`, `turns` (turns taken so far). The grading is
+`SQLVerifier`'s, which also re-judges saved trajectories offline.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
 
 from gfcr.core import Action, Message, Task, ToolSpec
 from gfcr.envs.base import Outcome, TextEnv
-from gfcr.envs.sql.data.catalog import EngineSpec, open_database, questions_for, schema_prompt
+from gfcr.envs.sql.data.catalog import EngineSpec, questions_for, schema_prompt
 from gfcr.envs.sql.data.questions import SQLQuestion
 from gfcr.envs.sql.engines.database import DEFAULT_TIMEOUT_S, Database
 from gfcr.envs.sql.prompt import ENGINE_NAMES, render_result
+from gfcr.envs.sql.verifier import SQLVerifier, extract_sql
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import ConfigError, QueryError
 
 Mode = Literal["multi_turn", "single_turn"]
-_SQL_BLOCK = re.compile(r"```(?:sql|SQL|postgresql|sqlite|duckdb)?[ \t]*\n?(.*?)```", re.DOTALL)
-_BARE_SQL = re.compile(r"^\s*(SELECT|WITH|VALUES)\b", re.IGNORECASE)
 MULTI_TURN_HINT = (
     "Explore the database with execute_sql(query) if you need to, then answer with submit_sql(query): "
     "one {engine} SELECT statement whose result answers the question. Return exactly the columns asked for; "
@@ -92,6 +91,9 @@ class SQLEnv(TextEnv):
             sample_rows,
         )
         questions, self._byo_files = self._questions(dataset, db_dir)
+        self.verifier = SQLVerifier(
+            engine, cache_dir=cache_dir, databases=self._byo_files, float_tol=float_tol, timeout_s=timeout_s
+        )
         tools = [ToolSpec.from_function(self.execute_sql), ToolSpec.from_function(self.submit_sql)]
         super().__init__(
             TaskSource.from_tasks(_source_name(dataset), [self._task(q) for q in questions]),
@@ -145,8 +147,7 @@ class SQLEnv(TextEnv):
         task = task or self.task
         if task is None:
             raise ConfigError("no task: call reset() first or pass a task")
-        name = task.metadata["database"]
-        return open_database(self.engine_spec, name, self._byo_files.get(name))
+        return self.verifier.database(task)
 
     def render_prompt(self, task: Task) -> str:
         database = self.database(task)
@@ -222,17 +223,8 @@ class SQLEnv(TextEnv):
 
     def _grade(self, query: str) -> Outcome:
         assert self.task is not None  # step() checks reset() was called
-        report = self.database().check(
-            query, self.task.gold, float_tol=self.float_tol, timeout_s=self.timeout_s
-        )
-        if report.error is not None:
-            text = f"Your query failed: {report.error}"
-        elif report.match:
-            text = "Your query's result is correct."
-        else:
-            text = "Your query ran, but its result does not match the expected result."
-        signals = {"format_ok": True, "executed": report.executed, "match": report.match}
-        return Outcome(text, reward=1.0 if report.match else 0.0, terminated=True, signals=signals)
+        verdict, text = self.verifier.review(self.task, query)
+        return Outcome(text, reward=verdict.reward, terminated=True, signals=verdict.signals)
 
     @classmethod
     def oracle(cls, task: Task, messages: Sequence[Message]) -> str:
@@ -240,20 +232,6 @@ class SQLEnv(TextEnv):
             return f"```sql\n{task.gold}\n```"
         call = {"name": "submit_sql", "arguments": {"query": task.gold}}
         return f"<tool_call>{json.dumps(call)}</tool_call>"
-
-
-def extract_sql(text: str) -> str | None:
-    """The SQL of a reply: its last ```sql block, else the whole text if it starts with SELECT/WITH/VALUES.
-
-    >>> extract_sql("Here:\\n```sql\\nSELECT 1\\n```"), extract_sql("SELECT 2;"), extract_sql("no idea")
-    ('SELECT 1', 'SELECT 2;', None)
-    """
-    if not isinstance(text, str):
-        return None
-    blocks = [block.strip() for block in _SQL_BLOCK.findall(text) if block.strip()]
-    if blocks:
-        return blocks[-1]
-    return text.strip() if _BARE_SQL.match(text) else None
 
 
 def _source_name(dataset: str | Sequence[str]) -> str:

@@ -24,7 +24,7 @@ from gfcr.control.posterior import PromptHistory
 from gfcr.control.selection import SELECTORS, PromptSelector, ThompsonSelector
 from gfcr.control.stopping import LengthBudget, PrefixStop
 from gfcr.core import Trajectory
-from gfcr.core.hooks import Decision  # the runner's hook contract, re-exported here
+from gfcr.core.hooks import Controller, Decision  # the runner's hook contract (Decision re-exported)
 from gfcr.errors import ConfigError, UnknownNameError
 from gfcr.generate.groups import expand_groups, group_by_task
 from gfcr.generate.tree import BranchAt
@@ -67,7 +67,7 @@ class ControlConfig:
             raise ConfigError("length_factor needs max_length (the budget of a prompt never solved)")
 
 
-class RolloutController:
+class RolloutController(Controller):
     """Chooses prompts and sample counts, and stops or branches episodes, as configured.
 
     >>> from dataclasses import dataclass

@@ -20,7 +20,13 @@ Signals = dict[str, float | bool]
 
 @dataclass
 class Step:
-    """One transition: the action u_t, the observation o_t and what the env said about it."""
+    """One transition: the action u_t, the observation o_t and what the env said about it.
+
+    `state` is what the env recorded of its final state on the step that ended the episode
+    (`info["state"]`, a JSON-able dict), for a verifier that re-judges the episode offline when
+    the actions alone cannot (a browser page is gone after the episode); None on other steps and
+    for envs that record none, and then left out of the JSON.
+    """
 
     action: str
     observation: str
@@ -28,6 +34,7 @@ class Step:
     terminated: bool
     truncated: bool
     signals: Signals = field(default_factory=dict)
+    state: dict[str, Any] | None = None
 
 
 @dataclass
@@ -113,6 +120,9 @@ class Trajectory:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; `total_reward` is included for readers, recomputed on load."""
         data = asdict(self)
+        for step in data["steps"]:
+            if step["state"] is None:  # most steps: lines stay as they were before `state` existed
+                del step["state"]
         data["messages"] = [m.to_dict() for m in self.messages]
         data["total_reward"] = self.total_reward
         return data
@@ -175,4 +185,3 @@ def read_jsonl(path: str | Path) -> Iterator[Trajectory]:
                 logging.getLogger(__name__).warning("%s: skipping torn last line %d", path, number)
                 return
             raise DataError(f"{path}:{number}: not valid JSON ({e})") from e
-

@@ -2,19 +2,22 @@
 
 An app renders pages on the server from a per-episode state (a fresh copy for every episode, in
 the episode's session), and judges the episode against that state — never against the page text.
+At the end of an episode the env records the state as a JSON-able dict (`dump_state`), so that
+`BrowserVerifier` can rebuild it (`load_state`) and judge it again offline.
 Its tasks are procedural: task `<app>/<i>` is built from seed `i`, the same on every machine, and
 its gold data holds what the scripted oracle needs to solve it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 from urllib.parse import parse_qs
 
 from gfcr.core import Task
-from gfcr.envs.browser.base import Verdict
+from gfcr.envs.browser.base import SiteJudgement
 from gfcr.envs.browser.snapshot import PageView
 
 
@@ -85,8 +88,16 @@ class App(ABC):
         """Serve one request against the episode's state (called under the session's lock)."""
 
     @abstractmethod
-    def verdict(self, task: Task, state: Any, answer: str | None) -> Verdict:
+    def judge(self, task: Task, state: Any, answer: str | None) -> SiteJudgement:
         """Judge the state (and the agent's `answer(...)`, if it gave one) against the task's goal."""
+
+    def dump_state(self, state: Any) -> dict[str, Any]:
+        """The state as a JSON-able dict (default: the dataclass's fields, recursively)."""
+        return dataclasses.asdict(state)
+
+    @abstractmethod
+    def load_state(self, data: dict[str, Any]) -> Any:
+        """The state `dump_state` gave `data` for, also after a JSON round trip (tuples as lists)."""
 
     @abstractmethod
     def next_actions(self, task: Task, page: PageView) -> list[str]:

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 
 from gfcr.core import Task
 from gfcr.envs.browser.actions import format_call as call
-from gfcr.envs.browser.apps.base import App, Request, Response, Verdict, not_found, redirect
+from gfcr.envs.browser.apps.base import App, Request, Response, SiteJudgement, not_found, redirect
 from gfcr.envs.browser.apps.html import (
     checkbox,
     errors,
@@ -148,15 +148,18 @@ class BookingApp(App):
 
     # -- judge -------------------------------------------------------------------------------------
 
-    def verdict(self, task: Task, state: BookingState, answer: str | None) -> Verdict:
+    def load_state(self, data: dict[str, Any]) -> BookingState:
+        return BookingState([Booking(**{**b, "stay": Stay(**b["stay"])}) for b in data["bookings"]])
+
+    def judge(self, task: Task, state: BookingState, answer: str | None) -> SiteJudgement:
         gold = task.gold
         if gold["kind"] == "total":
             if answer is None:
-                return Verdict()
+                return SiteJudgement()
             right = _cents(answer) == gold["answer"]
-            return Verdict(True, float(right), "right total" if right else f"wrong total {answer!r}")
+            return SiteJudgement(True, float(right), "right total" if right else f"wrong total {answer!r}")
         if not state.bookings:
-            return Verdict(answer is not None, 0.0, "no booking was made" if answer is not None else "")
+            return SiteJudgement(answer is not None, 0.0, "no booking was made" if answer is not None else "")
         booking, person = state.bookings[0], gold["person"]
         checks = (
             ("room and dates", booking.stay == Stay(**gold["stay"])),
@@ -169,7 +172,7 @@ class BookingApp(App):
         reason = (
             "the booking is right" if not problems else "the booking has the wrong " + ", ".join(problems)
         )
-        return Verdict(True, float(not problems), reason)
+        return SiteJudgement(True, float(not problems), reason)
 
     # -- pages -------------------------------------------------------------------------------------
 

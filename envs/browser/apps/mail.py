@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from gfcr.core import Task
 from gfcr.envs.browser.actions import format_call as call
-from gfcr.envs.browser.apps.base import App, Request, Response, Verdict, not_found, redirect
+from gfcr.envs.browser.apps.base import App, Request, Response, SiteJudgement, not_found, redirect
 from gfcr.envs.browser.apps.html import button_form, errors, esc, notice, page, text_field, textarea_field
 from gfcr.envs.browser.apps.people import FIRST, LAST
 from gfcr.envs.browser.snapshot import PageView
@@ -198,34 +198,41 @@ class MailApp(App):
 
     # -- judge -------------------------------------------------------------------------------------
 
-    def verdict(self, task: Task, state: MailState, answer: str | None) -> Verdict:
+    def load_state(self, data: dict[str, Any]) -> MailState:
+        return MailState([Email(**e) for e in data["emails"]], [Sent(**s) for s in data["sent"]])
+
+    def judge(self, task: Task, state: MailState, answer: str | None) -> SiteJudgement:
         gold = task.gold
         target = next(e for e in state.emails if e.id == gold["target"])
         kind = gold["kind"]
         if kind == "answer":
             if answer is None:
-                return Verdict()
+                return SiteJudgement()
             right = _squash(answer) == _squash(gold["answer"])
-            return Verdict(True, float(right), "right time" if right else f"wrong answer {answer!r}")
+            return SiteJudgement(True, float(right), "right time" if right else f"wrong answer {answer!r}")
         if kind in ("forward", "reply"):
             if not state.sent:
-                return Verdict(answer is not None, 0.0, "nothing was sent" if answer is not None else "")
+                return SiteJudgement(
+                    answer is not None, 0.0, "nothing was sent" if answer is not None else ""
+                )
             sent = state.sent[0]
             if kind == "forward":
                 ok = sent.forward_of == target.id and _addresses(sent.to) == [gold["to"]]
             else:
                 ok = sent.reply_to == target.id and _addresses(sent.to) == [target.address]
                 ok = ok and _squash(gold["text"]) in _squash(sent.body)
-            return Verdict(True, float(ok), f"the {kind} is {'right' if ok else 'wrong'}")
+            return SiteJudgement(True, float(ok), f"the {kind} is {'right' if ok else 'wrong'}")
         if kind == "delete_from":
             trashed = {e.id for e in state.emails if e.folder == "trash"}
             wanted = {e.id for e in state.emails if e.sender == gold["sender"]}
             done = wanted <= trashed or answer is not None
             ok = trashed == wanted
-            return Verdict(done, float(ok and done), "" if not done else f"deleted {len(trashed)} e-mail(s)")
+            return SiteJudgement(
+                done, float(ok and done), "" if not done else f"deleted {len(trashed)} e-mail(s)"
+            )
         starred = {e.id for e in state.emails if e.starred}
         done = bool(starred) or answer is not None
-        return Verdict(
+        return SiteJudgement(
             done, float(starred == {target.id}), f"starred {len(starred)} e-mail(s)" if done else ""
         )
 

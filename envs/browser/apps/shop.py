@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 from gfcr.core import Task
 from gfcr.envs.browser.actions import format_call as call
-from gfcr.envs.browser.apps.base import App, Request, Response, Verdict, not_found, redirect
+from gfcr.envs.browser.apps.base import App, Request, Response, SiteJudgement, not_found, redirect
 from gfcr.envs.browser.apps.html import (
     button_form,
     errors,
@@ -148,15 +148,23 @@ class ShopApp(App):
 
     # -- judge -------------------------------------------------------------------------------------
 
-    def verdict(self, task: Task, state: ShopState, answer: str | None) -> Verdict:
+    def load_state(self, data: dict[str, Any]) -> ShopState:
+        orders = []
+        for order in data["orders"]:
+            name, street, city, postal_code = order["address"]  # a list after a JSON round trip
+            address = (name, street, city, postal_code)
+            orders.append(Order(dict(order["items"]), order["shipping"], address, order["total"]))
+        return ShopState(dict(data["cart"]), orders)
+
+    def judge(self, task: Task, state: ShopState, answer: str | None) -> SiteJudgement:
         gold = task.gold
         if gold["kind"] == "top_rated":
             if answer is None:
-                return Verdict()
+                return SiteJudgement()
             right = _normalise(answer) == _normalise(gold["answer"])
-            return Verdict(True, float(right), "right answer" if right else f"wrong answer {answer!r}")
+            return SiteJudgement(True, float(right), "right answer" if right else f"wrong answer {answer!r}")
         if not state.orders:
-            return Verdict(answer is not None, 0.0, "no order was placed" if answer is not None else "")
+            return SiteJudgement(answer is not None, 0.0, "no order was placed" if answer is not None else "")
         order = state.orders[0]
         wanted = {BY_NAME[name].id: n for name, n in gold["items"].items()}
         problems = [
@@ -169,7 +177,7 @@ class ShopApp(App):
             if not ok
         ]
         reason = "the order is right" if not problems else "the order has the wrong " + ", ".join(problems)
-        return Verdict(True, float(not problems), reason)
+        return SiteJudgement(True, float(not problems), reason)
 
     # -- pages -------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The verdict on a conversation: end state against the gold end state, and what the agent said.
+"""The judgement of a conversation: end state against the gold end state, and what the agent said.
 
 tau2-bench's reward, computed without a model: the episode succeeds when the final database
 equals the one obtained by replaying the task's gold actions on the initial database (so any
@@ -35,7 +35,7 @@ class GoldState:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ConversationJudgement:
     """The components of the reward, each also reported as a signal."""
 
     db_match: bool
@@ -73,33 +73,45 @@ def gold_state(task: Task) -> GoldState:
     return _GOLD[key]
 
 
-def judge(task: Task, db: Database, messages: Sequence[Message]) -> Verdict:
-    """The verdict on an episode of `task` that ended with database `db` after `messages`."""
-    return Verdict(
+def judge(task: Task, db: Database, messages: Sequence[Message]) -> ConversationJudgement:
+    """The judgement of an episode of `task` that ended with database `db` after `messages`."""
+    return ConversationJudgement(
         db_match=db.same_state(gold_state(task).db),
         communicated=not unsaid(task, messages),
         gold_actions_called=_share_called(task, list(_calls(messages))),
     )
 
 
-def evaluate_conversation(task: Task, messages: Sequence[Message]) -> Verdict:
+def evaluate_conversation(task: Task, messages: Sequence[Message]) -> ConversationJudgement:
     """Judge a recorded conversation offline: replay its tool calls on the initial database.
 
     >>> task = load_domain("retail").task("retail/108")  # return three items, say the refund
     >>> calls = tuple(ToolCall(a["name"], a["arguments"]) for a in task.gold["actions"])
     >>> said = Message("assistant", "You get 346.93 back.")
     >>> evaluate_conversation(task, [Message("assistant", "", calls), said])
-    Verdict(db_match=True, communicated=True, gold_actions_called=1.0)
+    ConversationJudgement(db_match=True, communicated=True, gold_actions_called=1.0)
+    """
+    return judge(task, replay(task, _calls(messages)), messages)
+
+
+def replay(task: Task, calls: Iterable[ToolCall]) -> Database:
+    """The database of `task` after running `calls` in order on the initial one, as the env runs them.
+
+    >>> task = load_domain("retail").task("retail/108")
+    >>> replay(task, [ToolCall("no_such_tool", {})]).changed_keys()  # a refused call changes nothing
+    []
     """
     domain = load_domain(task.metadata["domain"])
     db = Database(domain.tables)
     tools = domain.toolkit(db)
-    for call in _calls(messages):
+    for call in calls:
         try:
             tools.call(call.name, call.arguments)
         except ToolError:
-            pass  # a failed call changes nothing
-    return judge(task, db, messages)
+            pass  # a refused call changes nothing
+        except Exception:  # a tool's own crash: the env reports it to the agent and goes on, so do we
+            pass
+    return db
 
 
 def unsaid(task: Task, messages: Sequence[Message]) -> list[str]:
