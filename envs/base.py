@@ -53,7 +53,7 @@ class TextEnv(gym.Env[str, str]):
     and implement `respond`; they may override `render_prompt` and `oracle`.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 1}
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}  # gymnasium.Env declares it per instance
     signal_defaults: ClassVar[Signals] = {"format_ok": False}
 
     def __init__(
@@ -138,7 +138,7 @@ class TextEnv(gym.Env[str, str]):
             parsed, problem = self._read(action)
             if parsed is not None:
                 self.messages.append(Message("assistant", parsed.text, parsed.tool_calls))
-            outcome = problem or self.respond(parsed)
+            outcome = problem or self.respond(parsed)  # type: ignore[arg-type]  # no problem: parsed
         truncated = not outcome.terminated and (outcome.truncated or self.turn >= self.max_turns)
         self.done = self.done or outcome.terminated or truncated
         observation = self._clip(outcome.observation)

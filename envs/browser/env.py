@@ -220,7 +220,7 @@ class BrowserEnv(TextEnv):
         if episode.tab is None:
             return Outcome("The browser failed; call reset() to start a new episode.", truncated=True)
         if action.tool_calls:
-            calls, problems = list(action.tool_calls), []
+            calls, problems = list(action.tool_calls), list[str]()
         else:
             calls, problems = parse_calls(action.text, self._signatures)
         try:
@@ -320,6 +320,7 @@ class BrowserEnv(TextEnv):
         return results
 
     def _judge(self) -> SiteJudgement:
+        assert self.task is not None
         host, site = self._episode.started()
         return host.run(site.judge(self._tab, self.task, self._episode.answer), self._timeout_s())
 
@@ -334,13 +335,14 @@ class BrowserEnv(TextEnv):
 
     def _look(self) -> tuple[SiteJudgement, str]:
         """The site's judgement now and the observation text of the page (with any notes first)."""
-        episode = self._episode
+        assert self.task is not None
+        episode, task = self._episode, self.task
         host, site = episode.started()
         tab = self._tab
 
         async def look() -> tuple[SiteJudgement, str]:
             judgement, snapshot = await asyncio.gather(
-                site.judge(tab, self.task, episode.answer), tab.snapshot()
+                site.judge(tab, task, episode.answer), tab.snapshot()
             )
             notes, tab.notes = tab.notes, []
             page = render_page(episode.goal, tab.path, snapshot)

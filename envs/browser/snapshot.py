@@ -60,6 +60,18 @@ class Node:
         """The first node below (or at) this one with that role, exact name and/or exact text."""
         return next(self.find_all(role, name, text), None)
 
+    def get(self, role: str | None = None, name: str | None = None, text: str | None = None) -> Node:
+        """Like `find`, for a node that must be there: a missing one raises `LookupError`.
+
+        >>> Node("root", children=[Node("button", "OK", "e1")]).get("button", "OK").ref
+        'e1'
+        """
+        found = self.find(role, name, text)
+        if found is None:
+            wanted = " ".join(repr(part) for part in (role, name, text) if part is not None)
+            raise LookupError(f"no node {wanted} on the page")
+        return found
+
     def find_all(
         self, role: str | None = None, name: str | None = None, text: str | None = None
     ) -> Iterator[Node]:
@@ -90,6 +102,9 @@ class PageView:
 
     def find(self, role: str | None = None, name: str | None = None, text: str | None = None) -> Node | None:
         return self.root.find(role, name, text)
+
+    def get(self, role: str | None = None, name: str | None = None, text: str | None = None) -> Node:
+        return self.root.get(role, name, text)
 
     def find_all(
         self, role: str | None = None, name: str | None = None, text: str | None = None

@@ -252,14 +252,14 @@ class BookingApp(App):
         if page.path.startswith("/booking/details"):
             person = gold["person"]
             actions = [
-                call("fill", page.find("textbox", label).ref, person[key])
+                call("fill", page.get("textbox", label).ref, person[key])
                 for key, label in (("name", "Full name"), ("email", "E-mail"), ("phone", "Phone"))
             ]
             for label, wanted in ((BREAKFAST_LABEL, gold["breakfast"]), (TERMS_LABEL, True)):
-                box = page.find("checkbox", label)
+                box = page.get("checkbox", label)
                 if ("checked" in box.attrs) != wanted:
                     actions.append(call("click", box.ref))
-            return [*actions, call("click", page.find("button", "Confirm booking").ref)]
+            return [*actions, call("click", page.get("button", "Confirm booking").ref)]
         if page.path.startswith("/booking/rooms") and page.find("alert") is None:
             if gold["kind"] == "total":  # the room's nightly price as the page shows it, plus breakfast
                 card = page.find("article", stay.room)
@@ -267,12 +267,12 @@ class BookingApp(App):
                 per_night = (_cents(shown.group(1)) or 0) if shown else 0
                 per_night += BREAKFAST * stay.guests if gold["breakfast"] else 0
                 return [call("answer", money(per_night * stay.nights))]
-            return [call("click", page.find("link", f"Book {stay.room}").ref)]
+            return [call("click", page.get("link", f"Book {stay.room}").ref)]
         return [
-            call("fill", page.find("textbox", DATE_LABEL).ref, stay.checkin),
-            call("fill", page.find("spinbutton", "Nights").ref, str(stay.nights)),
-            call("select", page.find("combobox", "Guests").ref, str(stay.guests)),
-            call("click", page.find("button", "Search rooms").ref),
+            call("fill", page.get("textbox", DATE_LABEL).ref, stay.checkin),
+            call("fill", page.get("spinbutton", "Nights").ref, str(stay.nights)),
+            call("select", page.get("combobox", "Guests").ref, str(stay.guests)),
+            call("click", page.get("button", "Search rooms").ref),
         ]
 
 

@@ -271,8 +271,8 @@ class MailApp(App):
         if page.path.startswith("/mail/compose"):
             field_name, text = ("To", gold["to"]) if kind == "forward" else ("Message", gold.get("text", ""))
             return [
-                call("fill", page.find("textbox", field_name).ref, text),
-                call("click", page.find("button", "Send").ref),
+                call("fill", page.get("textbox", field_name).ref, text),
+                call("click", page.get("button", "Send").ref),
             ]
         heading = page.find("heading")
         if kind == "delete_from":
@@ -282,11 +282,11 @@ class MailApp(App):
                 and sender_line
                 and gold["sender"] in sender_line.all_text()
             ):
-                return [call("click", page.find("button", "Delete").ref)]
+                return [call("click", page.get("button", "Delete").ref)]
             rows = [r for r in page.find_all("row") if r.find("cell", gold["sender"])]
             if rows and page.path == "/mail/":
-                return [call("click", rows[0].find("link").ref)]
-            return [call("click", page.find("link", "Inbox").ref)]
+                return [call("click", rows[0].get("link").ref)]
+            return [call("click", page.get("link", "Inbox").ref)]
         if (
             heading is not None
             and heading.name == target["subject"]
@@ -301,9 +301,9 @@ class MailApp(App):
                 "reply": ("link", "Reply"),
                 "star": ("button", "Star"),
             }[kind]
-            return [call("click", page.find(*control).ref)]
+            return [call("click", page.get(*control).ref)]
         link = page.find("link", target["subject"])
-        return [call("click", (link or page.find("link", "Inbox")).ref)]
+        return [call("click", (link or page.get("link", "Inbox")).ref)]
 
 
 def _by_id(state: MailState, email_id: int) -> Email | None:

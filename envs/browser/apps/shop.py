@@ -341,38 +341,38 @@ class ShopApp(App):
         if gold["kind"] == "top_rated":
             if page.path.startswith("/shop/search"):
                 first = page.find("listitem")
-                return [call("answer", first.find("link").name if first else "")]
+                return [call("answer", first.get("link").name if first else "")]
             return [
-                call("select", page.find("combobox", "Category").ref, gold["category"]),
-                call("select", page.find("combobox", "Sort by").ref, SORTS[3]),
-                call("click", page.find("button", "Search").ref),
+                call("select", page.get("combobox", "Category").ref, gold["category"]),
+                call("select", page.get("combobox", "Sort by").ref, SORTS[3]),
+                call("click", page.get("button", "Search").ref),
             ]
         if page.path == "/shop/checkout":
             person = gold["person"]
             return [
                 *(
-                    call("fill", page.find("textbox", label).ref, person[key])
+                    call("fill", page.get("textbox", label).ref, person[key])
                     for key, label in _ADDRESS_FIELDS
                 ),
-                call("select", page.find("combobox", "Shipping").ref, gold["shipping"]),
-                call("click", page.find("button", "Place order").ref),
+                call("select", page.get("combobox", "Shipping").ref, gold["shipping"]),
+                call("click", page.get("button", "Place order").ref),
             ]
-        in_cart = {row.find("cell").name for row in page.find_all("row")[1:] if row.find("cell")}
+        in_cart = {row.get("cell").name for row in page.find_all("row")[1:] if row.find("cell")}
         missing = [name for name in gold["items"] if name not in in_cart]
         heading = page.find("heading")
         if heading is not None and heading.name in missing:
             return [
-                call("fill", page.find("spinbutton", "Quantity").ref, str(gold["items"][heading.name])),
-                call("click", page.find("button", "Add to cart").ref),
+                call("fill", page.get("spinbutton", "Quantity").ref, str(gold["items"][heading.name])),
+                call("click", page.get("button", "Add to cart").ref),
             ]
         if page.path == "/shop/cart" and not missing:
-            return [call("click", page.find("link", "Proceed to checkout").ref)]
+            return [call("click", page.get("link", "Proceed to checkout").ref)]
         links = [link for name in missing if (link := page.find("link", name)) is not None]
         if links:
             return [call("click", links[0].ref)]
         return [
-            call("fill", page.find("textbox", "Search products").ref, missing[0]),
-            call("click", page.find("button", "Go").ref),
+            call("fill", page.get("textbox", "Search products").ref, missing[0]),
+            call("click", page.get("button", "Go").ref),
         ]
 
 

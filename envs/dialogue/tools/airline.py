@@ -27,9 +27,10 @@ AIRPORTS = {
     "IAH": "Houston", "LAS": "Las Vegas", "MCO": "Orlando", "EWR": "Newark", "CLT": "Charlotte",
     "MSP": "Minneapolis", "DTW": "Detroit", "PHL": "Philadelphia", "LGA": "LaGuardia",
 }  # fmt: skip
-FLIGHT = {"flight_number": str, "date": str}
-PASSENGER = {"first_name": str, "last_name": str, "dob": str}
-PAYMENT = {"payment_id": str, "amount": (int, float)}
+Fields = dict[str, type | tuple[type, ...]]  # an object's fields: name -> accepted type(s)
+FLIGHT: Fields = {"flight_number": str, "date": str}
+PASSENGER: Fields = {"first_name": str, "last_name": str, "dob": str}
+PAYMENT: Fields = {"payment_id": str, "amount": (int, float)}
 
 
 def _object_schema(fields: dict[str, Any], descriptions: dict[str, str]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import dataclasses
 import json
 import operator
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from gfcr.core import ToolSpec
@@ -131,7 +131,7 @@ def require(record: Any, what: str) -> Any:
     return record
 
 
-def objects(value: Any, fields: dict[str, type | tuple[type, ...]], what: str) -> list[dict[str, Any]]:
+def objects(value: Any, fields: Mapping[str, type | tuple[type, ...]], what: str) -> list[dict[str, Any]]:
     """`value` as a list of objects holding just `fields` (name -> type); extra keys are dropped.
 
     >>> objects([{"flight_number": "HAT001", "date": "2024-05-01", "seat": "1A"}],

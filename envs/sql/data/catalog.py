@@ -12,6 +12,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -108,7 +109,7 @@ def questions_for(
 
 
 _OPEN: dict[tuple[int, EngineSpec, str, str], Database] = {}
-_SCHEMAS: dict[tuple[int, EngineSpec, str, str, int], str] = {}
+_SCHEMAS: dict[tuple[Any, ...], str] = {}  # (pid, engine url, dialect, name, sample rows)
 _LOCK = threading.Lock()
 
 
@@ -137,7 +138,7 @@ def _url(spec: EngineSpec, name: str, byo_file: Path | None) -> str | sa.URL:
 
 def schema_prompt(database: Database, name: str, sample_rows: int = 3) -> str:
     """The database's description, tables (DDL in its dialect) and sample rows, as the agent sees them."""
-    key = (os.getpid(), database.engine.url, database.dialect, name, sample_rows)  # type: ignore[arg-type]
+    key = (os.getpid(), database.engine.url, database.dialect, name, sample_rows)
     with _LOCK:
         if key in _SCHEMAS:
             return _SCHEMAS[key]

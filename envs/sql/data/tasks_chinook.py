@@ -6,11 +6,11 @@ ORDER BY is total (ties broken explicitly), which `gfcr.envs.sql.data.validate` 
 
 from __future__ import annotations
 
-from gfcr.envs.sql.data.questions import SQLQuestion
+from gfcr.envs.sql.data.questions import Difficulty, SQLQuestion
 
 
 def _q(
-    number: int, question: str, sql: str, difficulty: str, features: str, **dialect_sql: str
+    number: int, question: str, sql: str, difficulty: Difficulty, features: str, **dialect_sql: str
 ) -> SQLQuestion:
     return SQLQuestion(
         f"chinook/{number:03d}", "chinook", question, sql, difficulty, tuple(features.split()), dialect_sql

@@ -6,11 +6,11 @@ queries break their ties (checked by `gfcr.envs.sql.data.validate`).
 
 from __future__ import annotations
 
-from gfcr.envs.sql.data.questions import SQLQuestion
+from gfcr.envs.sql.data.questions import Difficulty, SQLQuestion
 
 
 def _r(
-    number: int, question: str, sql: str, difficulty: str, features: str, **dialect_sql: str
+    number: int, question: str, sql: str, difficulty: Difficulty, features: str, **dialect_sql: str
 ) -> SQLQuestion:
     return SQLQuestion(
         f"tau2_retail/{number:03d}",
@@ -24,7 +24,7 @@ def _r(
 
 
 def _a(
-    number: int, question: str, sql: str, difficulty: str, features: str, **dialect_sql: str
+    number: int, question: str, sql: str, difficulty: Difficulty, features: str, **dialect_sql: str
 ) -> SQLQuestion:
     return SQLQuestion(
         f"tau2_airline/{number:03d}",
