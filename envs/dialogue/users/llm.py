@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ from gfcr.envs.dialogue.users.base import (
     agent_texts,
     asks_for_confirmation,
 )
+from gfcr.envs.tau2_data import tau2_path
 from gfcr.errors import GfcrError
 
 _IDS = re.compile(
@@ -149,8 +149,4 @@ def _normal_id(text: str) -> str:
 
 
 def _guidelines() -> str:
-    return (
-        resources.files("tau2")
-        .joinpath("data", "tau2", "user_simulator", "simulation_guidelines.md")
-        .read_text(encoding="utf-8")
-    )
+    return tau2_path("user_simulator/simulation_guidelines.md").read_text(encoding="utf-8")

