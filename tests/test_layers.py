@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("envs", ("gfcr.envs",)),
     ("agents", ("gfcr.agents",)),
     ("trainers", ("gfcr.trainers",)),
-    ("apps", ("gfcr.apps", "gfcr.testing", "gfcr.__main__")),
+    ("apps", ("gfcr.apps", "gfcr.testing", "gfcr.remote", "gfcr.integrations", "gfcr.__main__")),
 ]
 
 

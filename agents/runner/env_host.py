@@ -21,6 +21,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from gfcr.agents.runner.env_servers import EnvServers
 from gfcr.core import Action
 from gfcr.core.episode import EnvConfig
 from gfcr.errors import GfcrError
@@ -31,7 +32,8 @@ StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 class EnvHost:
     """Envs by episode id; thread-safe, so a thread pool may share one host."""
 
-    def __init__(self) -> None:
+    def __init__(self, servers: EnvServers | None = None) -> None:
+        self.servers = servers  # env servers to host the envs they serve (`RunnerConfig.env_urls`)
         self._free: dict[str, list[gym.Env]] = {}
         self._live: dict[str, tuple[str, gym.Env]] = {}
         self._lock = threading.Lock()
@@ -79,6 +81,9 @@ class EnvHost:
             free = self._free.get(config.key)
             if free:
                 return free.pop()
+        url = self.servers.url_for(config) if self.servers is not None else None
+        if url is not None:
+            return gym.make("gfcr/Remote-v0", url=url)
         if config.env_id not in gym.registry and config.entry_point is not None:
             gym.register(config.env_id, entry_point=config.entry_point)
         return gym.make(config.env_id, **config.kwargs)

@@ -23,6 +23,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
 from gfcr.agents.runner.env_host import EnvConfig, EnvHost, StepResult
+from gfcr.agents.runner.env_servers import EnvServers
 from gfcr.agents.runner.threads import DaemonThreads
 from gfcr.core import Action
 from gfcr.errors import ConfigError, EpisodeError
@@ -57,10 +58,10 @@ def describe(error: BaseException) -> str:
 class ThreadEnvPool:
     """Envs in this process; each call in one of `num_workers` threads, bounded by `timeout_s`."""
 
-    def __init__(self, num_workers: int, timeout_s: float) -> None:
+    def __init__(self, num_workers: int, timeout_s: float, servers: EnvServers | None = None) -> None:
         if num_workers < 1 or timeout_s <= 0:
             raise ConfigError(f"need num_workers >= 1 and timeout_s > 0, got {num_workers} and {timeout_s}")
-        self._host = EnvHost()
+        self._host = EnvHost(servers)
         self._executor = DaemonThreads(num_workers, "gfcr-env")
         self._timeout_s = timeout_s
 

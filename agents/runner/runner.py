@@ -29,6 +29,7 @@ from pathlib import Path
 
 from gfcr.agents.runner.batcher import Batcher
 from gfcr.agents.runner.env_pools import WORKER_LOST, EnvPool, ProcessEnvPool, ThreadEnvPool
+from gfcr.agents.runner.env_servers import EnvServers
 from gfcr.agents.runner.episode import Episode, solved
 from gfcr.agents.runner.progress import RunProgress
 from gfcr.agents.runner.specs import EpisodeSpec
@@ -83,6 +84,10 @@ class RunnerConfig:
     retries: int = setting(
         1, "New attempts for an episode whose failure may pass (lost worker, dead server)."
     )
+    env_urls: tuple[str, ...] = setting(
+        (),
+        "Env servers (`gfcr serve-env`) to spread episodes over, round-robin; other envs run here.",
+    )
     flush_every: int = setting(32, "Trajectories per JSONL write.")
     flush_interval_s: float = setting(2.0, "Or a JSONL write this often, whichever comes first.")
 
@@ -105,6 +110,15 @@ class RunnerConfig:
             raise ConfigError(f"env_workers must be 'thread' or 'process', got {self.env_workers!r}")
         if self.backend not in ("local", "ray"):
             raise ConfigError(f"backend must be 'local' or 'ray', got {self.backend!r}")
+        if isinstance(self.env_urls, str):
+            raise ConfigError(
+                f"env_urls must be a list, got the string {self.env_urls!r}: write [{self.env_urls!r}]"
+            )
+        if self.env_urls and (self.backend, self.env_workers) != ("local", "thread"):
+            raise ConfigError(
+                "env_urls sends env calls to servers from threads: use backend 'local', env_workers 'thread' "
+                "(the servers are the processes; start them on a cluster with Ray if needed)"
+            )
         if self.retries < 0 or (self.batch_timeout_s or 0) < 0 or (self.prefetch or 0) < 0:
             raise ConfigError(
                 "retries, batch_timeout_s and prefetch must be >= 0, "
@@ -254,7 +268,8 @@ class Runner:
             return RayEnvPool(config.num_env_workers, config.env_timeout_s)
         if config.env_workers == "process":
             return ProcessEnvPool(config.num_env_workers, config.env_timeout_s)
-        return ThreadEnvPool(config.num_env_workers, config.env_timeout_s)
+        servers = EnvServers.discover(config.env_urls) if config.env_urls else None
+        return ThreadEnvPool(config.num_env_workers, config.env_timeout_s, servers)
 
 
 class _Run:

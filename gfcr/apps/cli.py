@@ -6,6 +6,7 @@ gfcr bench smoke --agent scripted:oracle --agent scripted:random -k 4 --report r
 gfcr tiny-model runs/tiny-model
 gfcr train examples/tooluse_tiny_cpu.toml
 gfcr serve runs/tiny-model --port 8000
+gfcr serve-env gfcr/Math-v0 -e split=AIME2024 --port 8001
 """
 
 from __future__ import annotations
@@ -209,7 +210,9 @@ def tiny_model(
 
 @app.command()
 def train(
-    config: Annotated[Path, typer.Argument(help="Trainer config (TOML), e.g. examples/tooluse_tiny_cpu.toml")],  # noqa: E501
+    config: Annotated[
+        Path, typer.Argument(help="Trainer config (TOML), e.g. examples/tooluse_tiny_cpu.toml")
+    ],  # noqa: E501
     overrides: Annotated[
         list[str] | None,
         typer.Option("--set", "-s", help="Override a config value: SECTION.KEY=VALUE (VALUE read as TOML)."),
@@ -272,6 +275,48 @@ def serve(
             f"serving {name or model} at http://{host}:{port}/v1  (agent spec: openai:{name or model}@http://{host}:{port}/v1)"
         )
         run_server(model, host=host, port=port, model_name=name)
+    except GfcrError as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+
+
+@app.command("serve-env")
+def serve_env(
+    env_id: Annotated[str, typer.Argument(help="Env id to serve, e.g. gfcr/Math-v0 (see `gfcr list`).")],
+    env_args: EnvArgs = None,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    max_sessions: Annotated[
+        int, typer.Option(help="Sessions (one env each) at once; more are refused.")
+    ] = 64,
+    idle_timeout: Annotated[
+        float, typer.Option(help="Seconds a session may sit idle before it is closed (0: never).")
+    ] = 600.0,
+    token: Annotated[
+        str | None,
+        typer.Option(envvar="GFCR_SERVE_TOKEN", help="Bearer token clients must send (default: none)."),
+    ] = None,
+    max_request_bytes: Annotated[int, typer.Option(help="Largest request or WebSocket message.")] = 1 << 20,
+) -> None:
+    """Serve an env over the OpenEnv protocol (HTTP and WebSocket; openenv's clients, TRL, gfcr/Remote-v0)."""
+    from gfcr.remote import serve_env as run_server
+
+    try:
+        kwargs = _parse_env_args(env_args or [])
+        console.print(
+            f"serving {env_id} at http://{host}:{port}  "
+            f"(gfcr: gym.make('gfcr/Remote-v0', url='http://{host}:{port}'); openenv: GenericEnvClient)"
+        )
+        run_server(
+            env_id,
+            host=host,
+            port=port,
+            max_sessions=max_sessions,
+            idle_timeout_s=idle_timeout or None,
+            token=token,
+            max_request_bytes=max_request_bytes,
+            **kwargs,
+        )
     except GfcrError as e:
         console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e

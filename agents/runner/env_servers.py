@@ -1,0 +1,62 @@
+"""Env servers: episodes spread over `gfcr serve-env` processes (`RunnerConfig(env_urls=[...])`).
+
+Each url is asked what it serves (`GET /gfcr`: env id and keywords). An episode whose env
+configuration some servers serve gets a `gfcr/Remote-v0` env on one of them, round-robin, so env
+work scales over processes and machines; an episode that no server serves runs here as usual.
+
+>>> servers = EnvServers({EnvConfig("gfcr/Math-v0").key: ["http://a:1", "http://b:1"]})
+>>> [servers.url_for(EnvConfig("gfcr/Math-v0")) for _ in range(3)], servers.url_for(EnvConfig("gfcr/SQL-v0"))
+(['http://a:1', 'http://b:1', 'http://a:1'], None)
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+
+import httpx
+
+from gfcr.core.episode import EnvConfig
+from gfcr.envs.remote.env import token_from_environment
+from gfcr.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+
+class EnvServers:
+    """Server urls by env configuration key, each handed out in turn (thread-safe)."""
+
+    def __init__(self, routes: dict[str, list[str]]) -> None:
+        self.routes = routes
+        self._turns: dict[str, Iterator[str]] = {key: itertools.cycle(urls) for key, urls in routes.items()}
+        self._lock = threading.Lock()
+
+    def url_for(self, config: EnvConfig) -> str | None:
+        """The next server for `config`, or None when no server serves it (it runs locally)."""
+        with self._lock:
+            turn = self._turns.get(config.key)
+            return next(turn) if turn is not None else None
+
+    @classmethod
+    def discover(cls, urls: Sequence[str], timeout_s: float = 10.0) -> EnvServers:
+        """Ask each server what it serves; a server that does not answer is a `ConfigError`."""
+        token = token_from_environment()
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        routes: dict[str, list[str]] = {}
+        for url in urls:
+            url = url.rstrip("/")
+            try:
+                served = (
+                    httpx.get(f"{url}/gfcr", headers=headers, timeout=timeout_s).raise_for_status().json()
+                )
+            except (httpx.HTTPError, ValueError) as e:
+                raise ConfigError(
+                    f"env server {url} does not say what it serves ({type(e).__name__}: {e}); "
+                    "env_urls takes servers started with `gfcr serve-env`"
+                ) from e
+            key = EnvConfig(served["env_id"], served.get("kwargs") or {}).key
+            routes.setdefault(key, []).append(url)
+        logger.info("env servers: %s", routes)
+        return cls(routes)

@@ -1,0 +1,105 @@
+"""What a gfcr env's results look like on the OpenEnv wire, both ways.
+
+An OpenEnv observation is `{"observation": {...}, "reward": r, "done": d, "metadata": {...}}`.
+gfcr puts its text in `observation["text"]` and everything else it knows in `metadata`, flat,
+so a generic client reads `metadata["signals"]` or `metadata["tools"]` directly:
+
+- `env_id`, `task_id`, `episode_id`, `terminated`, `truncated` (OpenEnv has one `done`;
+  gfcr keeps both);
+- the env's `info`, made JSON: `task` (a `Task` as a dict), `messages`, `tools`, `signals`,
+  `turn`, `state`, and any other key (values JSON cannot hold are sent as text);
+- `error` when a reset failed: the gfcr error's class name and message, so the client raises
+  the same error (`UnknownNameError` with its "did you mean").
+
+>>> from gfcr.core import Message, Task
+>>> info = {"task": Task("t/0", "1+1?", "2"), "messages": [Message("user", "1+1?")], "tools": []}
+>>> wire = encode_info(info)
+>>> wire["task"]["gold"], wire["messages"]
+('2', [{'role': 'user', 'content': '1+1?'}])
+>>> decode_info(wire) == info
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from gfcr import errors
+from gfcr.core import Message, Task
+
+# Keys of `metadata` that are gfcr's step facts, not the env's info.
+STEP_KEYS = ("env_id", "task_id", "episode_id", "terminated", "truncated", "error")
+
+
+def jsonable(value: Any) -> Any:
+    """`value` as plain JSON data: dataclasses and messages as dicts, tuples as lists, the rest as text.
+
+    >>> jsonable({"a": (1, 2.5, None), "b": {3}, "c": float("nan")})
+    {'a': [1, 2.5, None], 'b': [3], 'c': None}
+    """
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None  # strict JSON has no NaN or infinity
+    if isinstance(value, (Message,)):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "item"):  # numpy scalars
+        return jsonable(value.item())
+    return str(value)
+
+
+def encode_info(info: Mapping[str, Any]) -> dict[str, Any]:
+    """An env's `info` dict as JSON data (see the module docstring)."""
+    return {key: jsonable(value) for key, value in info.items()}
+
+
+def decode_info(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The `info` dict back from its JSON form: `Task` and `Message` objects where they were."""
+    info = {key: value for key, value in data.items() if key not in STEP_KEYS}
+    if isinstance(info.get("task"), Mapping):
+        info["task"] = decode_task(info["task"])
+    if isinstance(info.get("messages"), list):
+        info["messages"] = [Message.from_dict(m) for m in info["messages"]]
+    return info
+
+
+def decode_task(data: Mapping[str, Any]) -> Task:
+    """A `Task` from its JSON form."""
+    return Task(
+        id=str(data["id"]),
+        prompt=str(data.get("prompt", "")),
+        gold=data.get("gold"),
+        source=str(data.get("source", "")),
+        metadata=dict(data.get("metadata") or {}),
+    )
+
+
+def encode_error(error: BaseException) -> dict[str, str]:
+    """A failure as `{"type": class name, "message": text}`."""
+    return {"type": type(error).__name__, "message": str(error)}
+
+
+def decode_error(data: Mapping[str, Any], where: str) -> errors.GfcrError:
+    """The gfcr error `data` describes, as the same class where gfcr has it (else a `GfcrError`).
+
+    >>> str(decode_error({"type": "ConfigError", "message": "bad split"}, "http://h:1"))
+    'bad split'
+    >>> type(decode_error({"type": "ZeroDivisionError", "message": "x"}, "http://h:1")).__name__
+    'GfcrError'
+    """
+    cls = getattr(errors, str(data.get("type")), None)
+    message = str(data.get("message", ""))
+    if isinstance(cls, type) and issubclass(cls, errors.GfcrError):
+        error = cls.__new__(cls)
+        Exception.__init__(error, message)
+        return error
+    return errors.GfcrError(f"the env server at {where} failed: {data.get('type')}: {message}")

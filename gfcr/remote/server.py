@@ -1,0 +1,425 @@
+"""Serve any gfcr env over the OpenEnv protocol (`gfcr serve-env`).
+
+Built on `openenv`'s own server (`openenv.core.env_server.create_fastapi_app`): its `/ws`
+sessions (one isolated env per WebSocket), `/reset`, `/step`, `/state`, `/schema`, `/health`,
+`/metadata`, the session limit (a clear `CAPACITY_REACHED` error when full) and its task API
+(`/{name}/num_tasks`, `/{name}/task`, `/{name}/task_range`). gfcr adds what a shared server
+needs in front of it (`Guard`): an optional bearer token, bounded request and message sizes, and
+closing WebSockets idle past a timeout; and `GET /gfcr`, which says what is served (the runner
+checks it before spreading episodes over servers).
+
+Actions are `TextAction`s: `{"text": ...}` (the model's raw text), with `tool_calls` for native
+tool calls, or OpenEnv's MCP-style `{"type": "list_tools"}` and
+`{"type": "call_tool", "tool_name": ..., "arguments": {...}}`, so `openenv`'s `MCPToolClient`
+lists the env's tools with their real schemas and calls them inside the episode.
+Observations carry the text in `observation["text"]` and gfcr's extras in `metadata`
+(see `gfcr.envs.remote.wire`).
+
+>>> from fastapi.testclient import TestClient
+>>> with TestClient(create_app("gfcr/ToolUse-v0")) as client:
+...     reply = client.post("/reset", json={"task_id": "tooluse/7"}).json()
+>>> reply["observation"]["text"][:30], reply["metadata"]["task_id"]
+('What is the code of locker aah', 'tooluse/7')
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import gymnasium as gym
+from fastapi import FastAPI
+from openenv.core.env_server.http_server import create_fastapi_app
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.mcp_types import CallToolObservation, ListToolsObservation, Tool
+from openenv.core.env_server.types import Action, ConcurrencyConfig, EnvironmentMetadata, Observation, State
+from pydantic import Field
+
+from gfcr.core import Action as GfcrAction
+from gfcr.core import ToolCall
+from gfcr.envs.remote.wire import encode_error, encode_info, jsonable
+from gfcr.errors import ConfigError, UnknownNameError
+from gfcr.registry import env_class, list_envs
+from gfcr.version import __version__
+
+logger = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+class TextAction(Action):
+    """One action: the model's text (and native tool calls), or an MCP tool listing or call."""
+
+    type: Literal["text", "list_tools", "call_tool"] = Field(
+        default="text", description="What the action is."
+    )
+    text: str = Field(default="", description="The model's raw text (tool calls inside it are parsed).")
+    tool_calls: list[dict[str, Any]] = Field(
+        default_factory=list, description='Native tool calls: [{"name": ..., "arguments": {...}}].'
+    )
+    tool_name: str = Field(default="", description="With type call_tool: the tool to call.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="With type call_tool: its arguments.")
+
+
+class TextObservation(Observation):
+    """The env's text; `metadata` holds signals, tools, task, messages and the end reasons."""
+
+    text: str = Field(default="", description="The observation the model reads next.")
+
+
+@dataclass
+class ServedEnv:
+    """The env a server serves, and one shared instance for its task listings (made on first use)."""
+
+    env_id: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    sessions_started: int = 0
+    _catalog: gym.Env | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def make(self) -> gym.Env:
+        return gym.make(self.env_id, **self.kwargs)
+
+    def session(self) -> GymSession:
+        """A new session's env (the server's factory)."""
+        with self._lock:
+            self.sessions_started += 1
+        return GymSession(self)
+
+    @property
+    def tasks(self) -> Any:
+        """The env's `TaskSource` (NotImplementedError for an env without one: the task API answers 501)."""
+        with self._lock:
+            if self._catalog is None:
+                self._catalog = self.make()
+        tasks = getattr(self._catalog.unwrapped, "tasks", None)
+        if tasks is None:
+            raise NotImplementedError(f"{self.env_id} has no task list")
+        return tasks
+
+    def describe(self) -> dict[str, Any]:
+        """What `GET /gfcr` answers."""
+        entry_point = gym.spec(self.env_id).entry_point
+        signal_defaults = getattr(env_class(self.env_id), "signal_defaults", {})
+        return {
+            "env_id": self.env_id,
+            "kwargs": jsonable(self.kwargs),
+            "entry_point": entry_point if isinstance(entry_point, str) else None,
+            "signal_defaults": jsonable(signal_defaults),
+            "gfcr_version": __version__,
+            "sessions_started": self.sessions_started,
+        }
+
+
+class GymSession(Environment):
+    """One session's env, as an OpenEnv `Environment` (the server makes one per session)."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, served: ServedEnv) -> None:
+        super().__init__()
+        self.served = served
+        self._env: gym.Env | None = None
+        self._tools: list[dict[str, Any]] | None = None
+        self._state = State(episode_id=None, step_count=0)
+        self.mcp_client = SessionTools(self)  # what openenv's server calls for MCP `tools/list`, `tools/call`
+
+    @property
+    def env(self) -> gym.Env:
+        if self._env is None:
+            self._env = self.served.make()
+        return self._env
+
+    # -- the OpenEnv Environment API --------------------------------------------------------------
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None, **_: Any
+    ) -> Observation:
+        """Reset to `task_id` (or the task `seed` picks); a failure comes back as `metadata["error"]`."""
+        try:
+            observation, info = self.env.reset(
+                seed=seed, options={"task_id": task_id} if task_id is not None else None
+            )
+        except Exception as e:  # the client raises the same error; the session lives on
+            return TextObservation(text=str(e), done=True, metadata=self._facts(error=encode_error(e)))
+        self._tools = list(info.get("tools") or [])
+        task = info.get("task")
+        self._state = State(
+            episode_id=episode_id or uuid.uuid4().hex,
+            step_count=0,
+            env_id=self.served.env_id,
+            task_id=getattr(task, "id", None),
+        )
+        return self._observe(observation, None, False, False, info)
+
+    def step(self, action: Action, timeout_s: float | None = None, **_: Any) -> Observation:  # type: ignore[override]
+        """Step the env with a text, native tool-call or MCP action."""
+        assert isinstance(action, TextAction)  # the server validates every action as a TextAction
+        if action.type == "list_tools":
+            return ListToolsObservation(tools=[_mcp_tool(spec) for spec in self._tool_specs()])
+        if action.type == "call_tool":
+            call = ToolCall(action.tool_name, dict(action.arguments), id=f"call_{self._state.step_count}")
+            result = self._step(GfcrAction("", (call,)))
+            if not isinstance(result, TextObservation) or "error" in result.metadata:
+                return result
+            return CallToolObservation(
+                tool_name=action.tool_name,
+                result={"data": result.text, "content": [{"type": "text", "text": result.text}]},
+                reward=result.reward,
+                done=result.done,
+                metadata=result.metadata,
+            )
+        calls = tuple(ToolCall.from_dict(c) for c in action.tool_calls)
+        return self._step(GfcrAction(action.text, calls) if calls else action.text)
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        return EnvironmentMetadata(
+            name=self.served.env_id,
+            description=f"gfcr env {self.served.env_id} {json.dumps(jsonable(self.served.kwargs))}",
+            version=__version__,
+            documentation_url="https://github.com/gfcr/gfcr/blob/main/docs/integrations.md",
+        )
+
+    def close(self) -> None:
+        if self._env is not None:
+            self._env.close()
+            self._env = None
+
+    # -- OpenEnv's task API (`/{name}/num_tasks`, `/{name}/task`, `/{name}/task_range`) ---------
+
+    def list_splits(self) -> list[str]:
+        return ["all"]
+
+    def num_tasks(self, split: str) -> int:
+        return len(self.served.tasks)
+
+    def get_task(self, split: str, index: int) -> dict[str, Any]:
+        tasks = self.served.tasks
+        if not 0 <= index < len(tasks):
+            raise IndexError(index)
+        return jsonable(tasks[index])
+
+    def get_task_range(self, split: str, start: int | None = None, stop: int | None = None) -> list[dict]:
+        tasks = self.served.tasks
+        return [jsonable(tasks[i]) for i in range(len(tasks))[start:stop]]
+
+    # -- helpers -----------------------------------------------------------------------------------
+
+    def _step(self, action: str | GfcrAction) -> Observation:
+        try:
+            observation, reward, terminated, truncated, info = self.env.step(action)
+        except Exception as e:  # e.g. a step before reset: the client raises the same error
+            return TextObservation(text=str(e), done=True, metadata=self._facts(error=encode_error(e)))
+        self._state.step_count += 1
+        return self._observe(observation, float(reward), bool(terminated), bool(truncated), info)
+
+    def _observe(
+        self, text: str, reward: float | None, terminated: bool, truncated: bool, info: dict[str, Any]
+    ) -> TextObservation:
+        facts = self._facts(terminated=terminated, truncated=truncated)
+        return TextObservation(
+            text=text, reward=reward, done=terminated or truncated, metadata={**encode_info(info), **facts}
+        )
+
+    def _facts(self, **facts: Any) -> dict[str, Any]:
+        task_id = getattr(self._state, "task_id", None)
+        return {
+            "env_id": self.served.env_id,
+            "task_id": task_id,
+            "episode_id": self._state.episode_id,
+            **facts,
+        }
+
+    def _tool_specs(self) -> list[dict[str, Any]]:
+        if self._tools is None:  # tools may be listed before any reset: learn them from one
+            self._tools = list(self.env.reset(seed=0)[1].get("tools") or [])
+        return self._tools
+
+
+class SessionTools:
+    """A session's env tools as the MCP client openenv's server drives over `POST /mcp`.
+
+    A tool call is a step of the session's episode (its result the observation), run on a worker
+    thread. (The browser env is bound to one thread: call its tools through `step`.)
+    """
+
+    def __init__(self, session: GymSession) -> None:
+        self.session = session
+
+    def is_connected(self) -> bool:
+        return True  # in-process: there is no transport to open
+
+    async def __aenter__(self) -> SessionTools:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def list_tools(self) -> list[Tool]:
+        specs = await asyncio.to_thread(self.session._tool_specs)
+        return [_mcp_tool(spec) for spec in specs]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        action = TextAction(type="call_tool", tool_name=name, arguments=dict(arguments or {}))
+        observation = await asyncio.to_thread(self.session.step, action)
+        if isinstance(observation, CallToolObservation):
+            return {**observation.result, "reward": observation.reward, "done": observation.done}
+        assert isinstance(observation, TextObservation)
+        return {
+            "data": None,
+            "is_error": True,
+            "error": observation.metadata.get("error"),
+            "text": observation.text,
+        }
+
+
+def _mcp_tool(spec: dict[str, Any]) -> Tool:
+    """An OpenAI function schema as an MCP tool."""
+    function = spec.get("function", spec)
+    return Tool(
+        name=function["name"],
+        description=function.get("description", ""),
+        input_schema=function.get("parameters") or {"type": "object", "properties": {}},
+    )
+
+
+class Guard:
+    """ASGI middleware: bearer token, request and message size caps, idle WebSocket expiry.
+
+    `/health` stays open without a token, so a load balancer can probe the server.
+    """
+
+    def __init__(
+        self, app: Any, *, token: str | None, max_request_bytes: int, idle_timeout_s: float | None
+    ) -> None:
+        self.app, self.token = app, token
+        self.max_request_bytes, self.idle_timeout_s = max_request_bytes, idle_timeout_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        if self.token and scope.get("path") != "/health" and not self._authorized(scope):
+            return await _refuse(
+                kind, send, 401, 1008, "missing or wrong bearer token (Authorization: Bearer …)"
+            )
+        if kind == "http":
+            length = dict(scope.get("headers") or []).get(b"content-length")
+            if length is not None and int(length) > self.max_request_bytes:
+                return await _refuse(kind, send, 413, 1009, self._too_big(int(length)))
+            return await self.app(scope, receive, send)
+        return await self.app(scope, self._websocket_receive(receive, send), send)
+
+    def _authorized(self, scope: Scope) -> bool:
+        header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+        return header == f"Bearer {self.token}"
+
+    def _too_big(self, size: int) -> str:
+        limit = self.max_request_bytes
+        return f"request of {size} bytes is over the server's limit of {limit} (--max-request-bytes)"
+
+    def _websocket_receive(self, receive: Receive, send: Send) -> Receive:
+        """`receive` that ends a session idle past the timeout or sent a message over the cap."""
+        connected = False
+
+        async def guarded() -> Message:
+            nonlocal connected
+            timeout = self.idle_timeout_s if connected else None
+            try:
+                message = await asyncio.wait_for(receive(), timeout)
+            except TimeoutError:
+                await send({"type": "websocket.close", "code": 1000, "reason": "idle session closed"})
+                return {"type": "websocket.disconnect", "code": 1000}
+            connected = True
+            if message["type"] == "websocket.receive":
+                size = len(message.get("text") or "") + len(message.get("bytes") or b"")
+                if size > self.max_request_bytes:
+                    await send({"type": "websocket.close", "code": 1009, "reason": self._too_big(size)[:120]})
+                    return {"type": "websocket.disconnect", "code": 1009}
+            return message
+
+        return guarded
+
+
+async def _refuse(kind: str, send: Send, status: int, ws_code: int, detail: str) -> None:
+    if kind == "websocket":  # closing before accept: the client sees the handshake refused
+        await send({"type": "websocket.close", "code": ws_code, "reason": detail[:120]})
+        return
+    body = json.dumps({"detail": detail}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def create_app(
+    env_id: str,
+    env_kwargs: dict[str, Any] | None = None,
+    *,
+    max_sessions: int = 64,
+    idle_timeout_s: float | None = 600.0,
+    token: str | None = None,
+    max_request_bytes: int = 1 << 20,
+) -> Any:
+    """The ASGI app serving `env_id` (made with `env_kwargs`) over the OpenEnv protocol."""
+    if env_id not in gym.registry:
+        raise UnknownNameError("env id", env_id, list_envs(), hint="see `gfcr list`")
+    if max_sessions < 1 or max_request_bytes < 1024:
+        raise ConfigError(
+            f"need max_sessions >= 1 and max_request_bytes >= 1024, got {max_sessions}, {max_request_bytes}"
+        )
+    served = ServedEnv(env_id, dict(env_kwargs or {}))
+    served.make().close()  # bad kwargs fail here, with the env's own message, not in the first session
+    concurrency = ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout_s)
+    app: FastAPI = create_fastapi_app(
+        served.session,
+        TextAction,
+        TextObservation,
+        concurrency_config=concurrency,
+        env_name=env_id.replace("/", "-"),
+        mode="simulation",
+    )
+    app.get("/gfcr", tags=["Environment Info"], summary="What this gfcr server serves")(served.describe)
+    return Guard(app, token=token, max_request_bytes=max_request_bytes, idle_timeout_s=idle_timeout_s)
+
+
+def serve_env(
+    env_id: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    max_sessions: int = 64,
+    idle_timeout_s: float | None = 600.0,
+    token: str | None = None,
+    max_request_bytes: int = 1 << 20,
+    log_level: str = "warning",
+    **env_kwargs: Any,
+) -> None:
+    """Serve `env_id` (made with `env_kwargs`) until interrupted: `gfcr serve-env` in Python.
+
+    `openenv`'s clients drive it (`GenericEnvClient(base_url=f"http://{host}:{port}")`), and so
+    does `gymnasium.make("gfcr/Remote-v0", url=...)`.
+    """
+    import uvicorn
+
+    app = create_app(
+        env_id,
+        env_kwargs,
+        max_sessions=max_sessions,
+        idle_timeout_s=idle_timeout_s,
+        token=token,
+        max_request_bytes=max_request_bytes,
+    )
+    uvicorn.run(app, host=host, port=port, log_level=log_level, ws_max_size=max_request_bytes)

@@ -1,0 +1,247 @@
+"""`gfcr serve-env` and `gfcr/Remote-v0` against openenv's own clients and servers, on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import gymnasium as gym
+import httpx
+import pytest
+
+openenv = pytest.importorskip(
+    "openenv", reason="the remote extra is not installed: pip install -e '.[remote]'"
+)
+
+import uvicorn  # noqa: E402
+from openenv.core.env_server.http_server import create_fastapi_app  # noqa: E402
+from openenv.core.env_server.interfaces import Environment  # noqa: E402
+from openenv.core.env_server.types import Action, Observation, State  # noqa: E402
+from openenv.core.generic_client import GenericEnvClient  # noqa: E402
+from openenv.core.mcp_client import MCPToolClient  # noqa: E402
+
+import gfcr  # noqa: E402
+from gfcr.agents import Runner, RunnerConfig, episodes_for_env, make_policy  # noqa: E402
+from gfcr.envs.tooluse.env import LOOKUP_CALL  # noqa: E402
+from gfcr.remote import TextAction, create_app  # noqa: E402
+
+TASK = "tooluse/7"  # its code is 5
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serving(app, **uvicorn_options) -> Iterator[str]:
+    """`app` served by uvicorn in a thread; yields its url."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="error", **uvicorn_options))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "the test server did not start"
+        time.sleep(0.02)
+    try:
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def server_url(tooluse_server) -> str:
+    return tooluse_server[0]
+
+
+AUTH = {"Authorization": "Bearer s3cret"}
+
+
+def test_openenv_generic_client_plays_an_episode_with_gfcr_extras_in_metadata(server_url):
+    with GenericEnvClient(base_url=server_url, headers=AUTH).sync() as env:
+        first = env.reset(task_id=TASK)
+        assert first.observation["text"].startswith("What is the code of locker aah")
+        assert (
+            first.metadata["task_id"] == TASK and first.metadata["tools"][0]["function"]["name"] == "lookup"
+        )
+        looked = env.step({"text": LOOKUP_CALL})
+        assert looked.observation["text"] == "5" and looked.metadata["signals"]["used_tool"] is True
+        answer = env.step({"text": "5"})
+        assert (answer.reward, answer.done) == (1.0, True)
+        assert answer.metadata["signals"]["correct"] is True and answer.metadata["terminated"] is True
+        assert env.state()["task_id"] == TASK
+
+
+def test_openenv_async_client_and_native_tool_calls(server_url):
+    async def play() -> tuple[str, float | None]:
+        async with GenericEnvClient(base_url=server_url, headers=AUTH) as env:
+            await env.reset(task_id=TASK)
+            looked = await env.step({"tool_calls": [{"name": "lookup", "arguments": {}}]})
+            answer = await env.step({"text": looked.observation["text"]})
+            return looked.metadata["messages"][0]["role"], answer.reward
+
+    assert asyncio.run(play()) == ("tool", 1.0)
+
+
+def test_mcp_tool_client_lists_real_schemas_and_calls_tools_inside_the_episode(server_url):
+    with GenericEnvClient(base_url=server_url, headers=AUTH).sync() as env:
+        env.reset(task_id=TASK)
+        listed = env.step({"type": "list_tools"})
+        assert listed.observation["tools"] == [
+            {"name": "lookup", "description": "Read the code of the locker in the question.",
+             "input_schema": {"type": "object", "properties": {}}}
+        ]  # fmt: skip
+
+    async def mcp() -> tuple[list[str], object, float | None]:
+        async with MCPToolClient(base_url=server_url, headers=AUTH) as env:
+            await env.reset(task_id=TASK)
+            names = [tool.name for tool in await env.list_tools()]
+            code = await env.call_tool("lookup")
+            answer = await env.step(TextAction(text=str(code)))
+            return names, code, answer.reward
+
+    assert asyncio.run(mcp()) == (["lookup"], "5", 1.0)
+
+
+def test_remote_env_behaves_like_the_local_env(server_url):
+    remote = gym.make("gfcr/Remote-v0", url=server_url, token="s3cret")
+    local = gym.make("gfcr/ToolUse-v0")
+    assert (
+        remote.reset(options={"task_id": TASK})[1]["tools"]
+        == local.reset(options={"task_id": TASK})[1]["tools"]
+    )
+    results = []
+    for env in (remote, local):
+        obs, info = env.reset(seed=3)
+        steps = [env.step(LOOKUP_CALL), env.step("nope"), env.step("after the end")]
+        results.append(
+            (obs, info["task"], [(o, r, t, u, i["signals"], i["messages"]) for o, r, t, u, i in steps])
+        )
+    assert results[0] == results[1]
+    with pytest.raises(gfcr.UnknownNameError, match="did you mean"):
+        remote.reset(options={"task_id": "tooluse/7x"})
+    assert remote.unwrapped.tasks[7].id == TASK and len(remote.unwrapped.tasks) == 10_000
+    remote.close()
+
+
+def test_token_is_required_and_health_stays_open(server_url):
+    assert httpx.get(f"{server_url}/health").status_code == 200
+    assert httpx.post(f"{server_url}/reset", json={}).status_code == 401
+    with pytest.raises(gfcr.ConfigError, match="bearer token"):
+        gym.make("gfcr/Remote-v0", url=server_url)
+    with pytest.raises(Exception), GenericEnvClient(base_url=server_url).sync() as env:  # noqa: B017
+        env.reset()
+
+
+def test_sessions_are_limited_and_idle_sessions_expire():
+    app = create_app("gfcr/ToolUse-v0", max_sessions=1, idle_timeout_s=1.0)
+    with serving(app) as url:
+        first = gym.make("gfcr/Remote-v0", url=url, retries=0)
+        first.reset(options={"task_id": TASK})
+        second = gym.make("gfcr/Remote-v0", url=url, retries=0)
+        with pytest.raises(gfcr.GfcrError, match="CAPACITY_REACHED"):
+            second.reset(seed=0)
+        time.sleep(2.5)  # past the idle timeout: the server closes the first session
+        obs, reward, terminated, truncated, _ = first.step(LOOKUP_CALL)
+        assert truncated and reward == 0.0 and "failed during this step" in obs
+        assert second.reset(options={"task_id": TASK})[1]["task"].id == TASK  # the slot is free again
+        first.close(), second.close()
+
+
+def test_oversized_requests_are_refused_and_the_episode_says_so():
+    app = create_app("gfcr/ToolUse-v0", max_request_bytes=4096)
+    with serving(app, ws_max_size=4096) as url:
+        assert httpx.post(f"{url}/step", json={"action": {"text": "x" * 10_000}}).status_code == 413
+        env = gym.make("gfcr/Remote-v0", url=url)
+        env.reset(options={"task_id": TASK})
+        obs, reward, _, truncated, _ = env.step("x" * 10_000)
+        assert truncated and reward == 0.0 and "failed during this step" in obs
+        assert env.reset(options={"task_id": TASK})[1]["task"].id == TASK  # a new session works
+        env.close()
+
+
+def test_a_dead_server_is_a_step_result_then_a_clear_reset_error():
+    with serving(create_app("gfcr/ToolUse-v0")) as url:
+        env = gym.make("gfcr/Remote-v0", url=url, retries=1)
+        env.reset(options={"task_id": TASK})
+    obs, reward, terminated, truncated, info = env.step(LOOKUP_CALL)
+    assert (reward, terminated, truncated) == (0.0, False, True) and url in obs and "remote_error" in info
+    with pytest.raises(gfcr.GfcrError, match="failed to reset"):
+        env.reset(seed=0)
+
+
+class EchoAction(Action):
+    message: str
+
+
+class EchoObservation(Observation):
+    echoed: str = ""
+
+
+class EchoEnvironment(Environment):
+    """An env written with openenv's server classes only: echoes the message, reward = its length / 10."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._state = State(episode_id="e", step_count=0)
+
+    def reset(self, seed=None, episode_id=None, **kwargs) -> EchoObservation:
+        return EchoObservation(echoed="ready")
+
+    def step(self, action: EchoAction, timeout_s=None, **kwargs) -> EchoObservation:  # type: ignore[override]
+        self._state.step_count += 1
+        done = action.message == "bye"
+        return EchoObservation(echoed=action.message, reward=len(action.message) / 10, done=done)
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+
+def test_remote_env_wraps_a_server_written_with_openenv_alone():
+    app = create_fastapi_app(EchoEnvironment, EchoAction, EchoObservation, max_concurrent_envs=4)
+    with serving(app) as url:
+        env = gym.make("gfcr/Remote-v0", url=url)
+        assert env.unwrapped.action_field == "message"  # read from /schema
+        obs, info = env.reset(seed=0)
+        assert obs == "ready" and info["messages"][0].content == "ready"
+        assert env.step("hello")[:4] == ("hello", 0.5, False, False)
+        assert env.step("bye")[2] is True
+        env.close()
+
+
+def test_runner_spreads_episodes_over_env_servers():
+    apps = [create_app("gfcr/ToolUse-v0") for _ in range(2)]
+    with serving(apps[0]) as a, serving(apps[1]) as b:
+        config = RunnerConfig(env_urls=(a, b), concurrency=4)
+        result = Runner(make_policy("scripted:oracle"), config).run(episodes_for_env("gfcr/ToolUse-v0", 8))
+        assert [t.total_reward for t in result.trajectories] == [1.0] * 8
+        assert all(t.env_id == "gfcr/ToolUse-v0" for t in result.trajectories)
+        started = [httpx.get(f"{url}/gfcr").json()["sessions_started"] for url in (a, b)]
+        assert all(n >= 1 for n in started), started
+    with pytest.raises(gfcr.ConfigError, match="does not say what it serves"):
+        Runner(make_policy("scripted:oracle"), RunnerConfig(env_urls=(a,))).run(
+            episodes_for_env("gfcr/ToolUse-v0", 1)
+        )
+
+
+def test_serve_env_refuses_an_unknown_env_with_a_clear_message():
+    result = subprocess.run(
+        [sys.executable, "-m", "gfcr", "serve-env", "gfcr/Nope-v0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2 and "unknown env id 'gfcr/Nope-v0'" in result.stdout
