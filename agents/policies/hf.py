@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gfcr.agents.policies.chat import ChatTokens, load_chat_encoder
+from gfcr.agents.policies.chat import ChatEncoder, ChatTokens, load_chat_encoder
 from gfcr.core.policy import Completion, Request, SamplingParams
 from gfcr.errors import ConfigError, PolicyError
 
@@ -76,16 +76,60 @@ class HFPolicy(ChatTokens):
             ) from e
         self.device = device or _auto_device(torch)
         self.model.to(self.device).eval()  # type: ignore[arg-type]  # transformers' stubs
+        self._setup(load_chat_encoder(str(path), self.tokenizer), max_batch_size, max_batch_tokens)
+        self.name = f"hf:{path}"
+        self.version = model_fingerprint(Path(path))
+
+    @classmethod
+    def from_model(
+        cls,
+        model: Any,
+        tokenizer: Any,
+        *,
+        name: str = "hf:in-memory",
+        version: str = "0",
+        max_batch_size: int = 64,
+        max_batch_tokens: int = 65_536,
+    ) -> HFPolicy:
+        """A policy over a model already in memory, such as one a trainer is updating.
+
+        It generates with those very weights on the model's own device (an optimizer step is live
+        at the next call) and leaves the model's train/eval mode alone. The end-of-turn ids are
+        the model's generation config's eos ids (the tokenizer's eos token if it has none).
+
+        >>> import tempfile
+        >>> from transformers import AutoModelForCausalLM, AutoTokenizer
+        >>> from gfcr.apps.tiny_model import write_tiny_model
+        >>> path = write_tiny_model(tempfile.mkdtemp(), vocab_size=400, corpus_tasks=20)
+        >>> model, tokenizer = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+        >>> policy = HFPolicy.from_model(model, tokenizer, version="step-0")
+        >>> policy.model is model, policy.version
+        (True, 'step-0')
+        """
+        if max_batch_size < 1 or max_batch_tokens < 1:
+            raise ConfigError(
+                "max_batch_size and max_batch_tokens must be >= 1, "
+                f"got {max_batch_size} and {max_batch_tokens}"
+            )
+        policy = cls.__new__(cls)
+        policy.model, policy.tokenizer = model, tokenizer
+        policy.device = str(next(model.parameters()).device)
+        eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+        end_ids = [eos] if isinstance(eos, int) else list(eos or [tokenizer.eos_token_id])
+        policy._setup(ChatEncoder(tokenizer, end_ids), max_batch_size, max_batch_tokens)
+        policy.name, policy.version = name, version
+        return policy
+
+    def _setup(self, chat: ChatEncoder, max_batch_size: int, max_batch_tokens: int) -> None:
+        """What every constructor sets once `model`, `tokenizer` and `device` are in place."""
         self.max_batch_size = max_batch_size
         self.max_batch_tokens = max_batch_tokens
-        self.chat = load_chat_encoder(str(path), self.tokenizer)
-        self.end_ids = sorted(self.chat.end_ids)
+        self.chat = chat
+        self.end_ids = sorted(chat.end_ids)
         self.pad_id = (
             self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.end_ids[0]
         )
         self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 1 << 30))
-        self.name = f"hf:{path}"
-        self.version = model_fingerprint(Path(path))
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         rows = [

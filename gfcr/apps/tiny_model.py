@@ -45,7 +45,9 @@ CHAT_TEMPLATE = """\
 <|im_start|>assistant
 {{ message.content or '' }}
 {%- for call in message.tool_calls or [] -%}
-<tool_call>{"name": "{{ call.function.name }}", "arguments": {{ call.function.arguments }}}</tool_call>
+{%- set arguments = call.function.arguments -%}
+{%- if arguments is not string %}{% set arguments = arguments | tojson %}{% endif -%}
+<tool_call>{"name": "{{ call.function.name }}", "arguments": {{ arguments }}}</tool_call>
 {%- endfor -%}
 <|im_end|>
 {% else -%}
@@ -57,6 +59,25 @@ CHAT_TEMPLATE = """\
 <|im_start|>assistant
 {% endif -%}
 """
+
+# How transformers' `tokenizer.parse_response` reads the model's output back into a message (the
+# format of transformers >= 5.13, saved in tokenizer_config.json): text up to `<|im_end|>`, and
+# each `<tool_call>` block's JSON as a tool call (as for Qwen3). TRL's tool loop
+# (`environment_factory`) needs it; TRL falls back to plain text where a block is not JSON.
+RESPONSE_TEMPLATE = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "tool_calls": {
+            "open": "<tool_call>",
+            "close_pattern": r"</tool_call>\s*",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
+        "content": {"close_pattern": r"<\|im_end\|>\s*", "content": "text"},
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -101,6 +122,7 @@ def write_tiny_model(directory: str | Path, **options: int) -> Path:
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
         chat_template=CHAT_TEMPLATE,
+        response_template=RESPONSE_TEMPLATE,
         model_max_length=config.max_positions,
     )
     tokenizer.save_pretrained(path)

@@ -1,0 +1,232 @@
+"""gfcr's envs in TRL's real `GRPOTrainer`: `environment_factory`, `rollout_func` and `dataset`.
+
+Each trainer run is one or two GRPO steps of the tiny model on CPU. Rewards with a known value
+come from a token-level oracle policy (the env's own oracle, encoded with the tiny tokenizer).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import pytest
+
+pytest.importorskip("trl", reason="the trl extra is not installed: pip install -e '.[trl]'")
+
+from gfcr.agents import OraclePolicy  # noqa: E402
+from gfcr.agents.policies.chat import ChatTokens, load_chat_encoder  # noqa: E402
+from gfcr.control import ControlConfig, RolloutController  # noqa: E402
+from gfcr.core import Completion, Request  # noqa: E402
+from gfcr.errors import ConfigError  # noqa: E402
+from gfcr.integrations import trl as gfcr_trl  # noqa: E402
+from gfcr.replay import ReplayBuffer  # noqa: E402
+
+ENV = "gfcr/ToolUse-v0"
+KWARGS = {"num_tasks": 20}
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _quiet_trl(monkeypatch):
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+
+
+class OracleTokens(ChatTokens):
+    """The env's oracle as a `TokenPolicy` of the tiny model: its actions encoded as token ids."""
+
+    def __init__(self, path: Path) -> None:
+        self.chat = load_chat_encoder(str(path))
+        self.oracle = OraclePolicy()
+        self.name, self.version = "oracle-tokens", "0"
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        out = []
+        for completion in self.oracle.generate(requests):
+            ids = (*self.chat.encode(completion.text), *sorted(self.chat.end_ids))
+            out.append(Completion(completion.text, completion_ids=ids, logprobs=(0.0,) * len(ids)))
+        return out
+
+
+def grpo_trainer(tiny_model: Path, tmp_path: Path, rows: int = 2, **kwargs: Any):
+    """A GRPOTrainer of the tiny model on `rows` ToolUse prompts, 2 generations each, one step."""
+    from transformers import AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=2 * rows,
+        num_generations=2,
+        max_completion_length=64,
+        max_steps=1,
+        learning_rate=1e-3,
+        beta=0.0,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        seed=0,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
+    return GRPOTrainer(
+        model=str(tiny_model),
+        processing_class=AutoTokenizer.from_pretrained(tiny_model),
+        args=args,
+        train_dataset=gfcr_trl.dataset(ENV, n=rows, **KWARGS),
+        **kwargs,
+    )
+
+
+def logged(trainer, key: str) -> float:
+    return next(log[key] for log in trainer.state.log_history if key in log)
+
+
+# -- dataset -------------------------------------------------------------------------------------
+
+
+def test_dataset_rows_are_the_envs_prompts_with_their_task_ids():
+    rows = gfcr_trl.dataset(ENV, n=3, **KWARGS)
+    env = gym.make(ENV, **KWARGS)
+    for row in rows:
+        _, info = env.reset(options={"task_id": row["task_id"]})
+        assert row["prompt"] == [m.to_openai() for m in info["messages"]]
+        assert (row["env_id"], json.loads(row["env_kwargs"])) == (ENV, KWARGS)
+    assert len(set(rows["task_id"])) == 3
+    assert len(gfcr_trl.dataset(ENV, **KWARGS)) == 20  # n=None: every task
+
+
+def test_dataset_of_a_suite_keeps_each_rows_env(monkeypatch):
+    from gfcr import suites
+
+    entries = (suites.SuiteEntry(ENV, {"num_tasks": 5}, 2), suites.SuiteEntry(ENV, {"num_tasks": 7}, 2))
+    suite = suites.Suite("trl-test", "two ToolUse configurations", entries)
+    monkeypatch.setitem(suites._SUITES, "trl-test", lambda: suite)  # registered for this test only
+    rows = gfcr_trl.dataset("trl-test")
+    assert [json.loads(k)["num_tasks"] for k in rows["env_kwargs"]] == [5, 5, 7, 7]
+    with pytest.raises(ConfigError, match="fixes its envs' keywords"):
+        gfcr_trl.dataset("trl-test", num_tasks=3)
+
+
+# -- environment_factory -------------------------------------------------------------------------
+
+
+def test_tool_methods_have_the_envs_schemas():
+    from transformers.utils import get_json_schema
+
+    env = gym.make("gfcr/Math-v0", split="AIME2024", tools=("calculator",))
+    _, info = env.reset()
+    [expected] = info["tools"]
+    Math = gfcr_trl.environment_factory("gfcr/Math-v0", split="AIME2024", tools=("calculator",))
+    schema = get_json_schema(Math.calculator)["function"]
+    assert schema["name"] == expected["function"]["name"] == "calculator"
+    assert schema["parameters"]["required"] == expected["function"]["parameters"]["required"]
+    assert schema["parameters"]["properties"]["expression"]["type"] == "string"
+    assert schema["description"] == expected["function"]["description"]
+    lookup = get_json_schema(gfcr_trl.environment_factory(ENV).lookup)["function"]
+    assert (lookup["name"], lookup["parameters"]["properties"]) == ("lookup", {})
+
+
+def test_tool_calls_step_the_env_and_bad_arguments_come_back_as_text():
+    ToolUse = gfcr_trl.environment_factory(ENV, **KWARGS)
+    env = ToolUse()
+    assert env.reset(task_id="tooluse/4") == env.trajectory.prompt  # no prompt in the row: TRL appends it
+    error = env.lookup(locker="x")  # the tool takes no argument
+    assert error.startswith("Error:") and "unexpected ['locker']" in error
+    code = env.lookup()
+    gfcr_trl.final_answer([[{"role": "assistant", "content": code}]], environments=[env])
+    assert env.get_reward() == 1.0
+    assert [s.signals["used_tool"] for s in env.trajectory.steps] == [False, True, True]
+    assert env.trajectory.steps[-1].signals["correct"] and env.trajectory.steps[-1].terminated
+
+
+def test_an_unfinished_episode_is_truncated_with_its_reward_so_far():
+    env = gfcr_trl.environment_factory(ENV, **KWARGS)()
+    env.reset(task_id="tooluse/1", prompt=[{"role": "user", "content": "..."}])
+    env.lookup()
+    assert env.get_reward() == 0.0
+    assert env.trajectory.steps[-1].truncated
+    assert env.lookup().startswith("Error: the episode is over")
+
+
+def test_reset_refuses_a_row_of_another_env_configuration():
+    env = gfcr_trl.environment_factory(ENV, num_tasks=5)()
+    [row] = gfcr_trl.dataset(ENV, n=1, **KWARGS)
+    with pytest.raises(ConfigError, match="build it with environment_factory"):
+        env.reset(**row)
+
+
+def test_grpo_trainer_with_environment_factory(tiny_model, tmp_path):
+    ToolUse = gfcr_trl.environment_factory(ENV, **KWARGS)
+    trainer = grpo_trainer(
+        tiny_model, tmp_path, environment_factory=ToolUse, reward_funcs=[gfcr_trl.final_answer]
+    )
+    trainer.train()
+    assert trainer.state.global_step == 1
+    episodes = [env.trajectory for env in trainer.environments]
+    assert len(episodes) == 4 and all(t.steps for t in episodes)  # every rollout stepped the env
+    rewards = [t.total_reward for t in episodes]
+    assert ToolUse.__name__ == "ToolUseV0"  # TRL logs get_reward under the class name
+    assert logged(trainer, "rewards/ToolUseV0/mean") == pytest.approx(sum(rewards) / 4)
+    assert logged(trainer, "rewards/final_answer/mean") is None  # it scores nothing itself
+
+
+# -- rollout_func --------------------------------------------------------------------------------
+
+
+def test_grpo_trainer_with_rollout_func_scores_gfcr_rewards_and_fills_replay(tiny_model, tmp_path):
+    replay = ReplayBuffer(tmp_path / "replay.db")
+    rollout = gfcr_trl.rollout_func(ENV, OracleTokens(tiny_model), replay=replay, **KWARGS)
+    trainer = grpo_trainer(tiny_model, tmp_path, rollout_func=rollout, reward_funcs=gfcr_trl.env_reward)
+    trainer.train()
+    assert trainer.state.global_step == 1
+    assert logged(trainer, "reward") == 1.0  # the oracle, judged by gfcr's verifier
+    trajectories = rollout.last_result.trajectories
+    assert len(trajectories) == len(replay) == 4
+    policy_tokens = [sum(t.tokens.loss_mask) for t in trajectories]
+    assert logged(trainer, "completions/mean_length") == sum(policy_tokens) / 4  # observations masked
+    prompts = [prompt for prompt in trainer.train_dataset["prompt"] for _ in range(2)]
+    out = rollout(prompts, trainer)  # what TRL receives from a step
+    assert out["task_id"] == [task for task in trainer.train_dataset["task_id"] for _ in range(2)]
+    assert out["gfcr_reward"] == [1.0] * 4 and all(s["correct"] for s in out["gfcr_signals"])
+    for ids, mask, logprobs in zip(out["completion_ids"], out["env_mask"], out["logprobs"], strict=True):
+        assert len(ids) == len(mask) == len(logprobs)
+        assert 0 in mask and mask[-1] == 1  # the tool result between the two turns is not trained on
+    assert set(replay.task_ids(passed=True)) == set(trainer.train_dataset["task_id"])
+
+
+def test_a_controller_takes_effect_inside_rollout_func(tiny_model, tmp_path):
+    # A one-token length budget stops each episode after its first turn (the lookup), unanswered.
+    controller = RolloutController(ControlConfig(group_size=2, max_length=1))
+    rollout = gfcr_trl.rollout_func(ENV, OracleTokens(tiny_model), controller=controller, **KWARGS)
+    trainer = grpo_trainer(tiny_model, tmp_path, rollout_func=rollout, reward_funcs=gfcr_trl.env_reward)
+    trainer.train()
+    assert logged(trainer, "reward") == 0.0
+    assert all(len(t.steps) == 1 and t.steps[0].truncated for t in rollout.last_result.trajectories)
+    assert controller.runs == 1
+    assert all(controller.history.get(task).samples == 2 for task in trainer.train_dataset["task_id"])
+
+
+def test_rollout_func_refuses_a_controller_that_changes_the_groups(tiny_model, tmp_path):
+    controller = RolloutController(ControlConfig(group_size=3))
+    rollout = gfcr_trl.rollout_func(ENV, OracleTokens(tiny_model), controller=controller, **KWARGS)
+    trainer = grpo_trainer(tiny_model, tmp_path, rollout_func=rollout, reward_funcs=gfcr_trl.env_reward)
+    with pytest.raises(ConfigError, match=r"TRL needs 2 \(num_generations\)"):
+        trainer.train()
+
+
+# -- the examples --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("example", ["trl_environment_factory.py", "trl_rollout_func.py"])
+def test_example_runs(example, tiny_model, tmp_path):
+    command = [sys.executable, str(ROOT / "examples" / example), "--model", str(tiny_model)]
+    command += ["--out", str(tmp_path), "--steps", "1"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "step 1" in done.stdout
