@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from functools import partial
 
 import gymnasium as gym
 import httpx
@@ -30,6 +31,7 @@ from openenv.core.generic_client import GenericEnvClient
 
 import gfcr  # noqa: F401  (registers the envs)
 from gfcr.agents import Runner, RunnerConfig, episodes_for_env, make_policy
+from gfcr.envs.remote.session import Session
 
 ECHO_SERVERS = {
     # the same trivial env twice: on openenv's classes, and as a gfcr env served by gfcr serve-env
@@ -101,12 +103,21 @@ def math_latency(n: int) -> dict[str, float]:
 
 
 def echo_latency(n: int) -> dict[str, float]:
+    """The echo env's step through each server, driven by openenv's client and by gfcr's `Session`."""
     result = {}
     for name, app in ECHO_SERVERS.items():
-        with process_server(serve_app(app)) as url, GenericEnvClient(base_url=url).sync() as client:
-            payload = {"message": "hello"} if name == "openenv" else {"text": "hello"}
-            client.reset()
-            result[name] = median_ms(lambda: client.step(payload), lambda: client.reset(), n)  # noqa: B023
+        payload = {"message": "hello"} if name == "openenv" else {"text": "hello"}
+        with process_server(serve_app(app)) as url:
+            with GenericEnvClient(base_url=url).sync() as client:
+                client.reset()
+                step = partial(client.step, payload)
+                result[f"{name} server, openenv client"] = median_ms(step, lambda: None, n)
+            session = Session(url)
+            session.reset()
+            result[f"{name} server, gfcr Session"] = median_ms(
+                partial(session.step, payload), lambda: None, n
+            )
+            session.close()
     return result
 
 
@@ -141,10 +152,11 @@ def main() -> None:
     scale = scaling(args.episodes)
     print(f"Math-v0 step, median ms over {args.steps}:")
     for name, ms in math.items():
-        print(f"  {name:28s} {ms:7.3f}  (+{ms - math['in-process']:.3f} ms over in-process)")
-    print(f"trivial echo env step through openenv's client, median ms over {args.steps}:")
+        print(f"  {name:36s} {ms:7.3f}  (+{ms - math['in-process']:.3f} ms over in-process)")
+    print(f"trivial echo env step (one env on openenv's server and on gfcr's), median ms over {args.steps}:")
     for name, ms in echo.items():
-        print(f"  {name + ' server':28s} {ms:7.3f}  (x{ms / echo['openenv']:.2f} of openenv's)")
+        same_client = echo[name.replace("gfcr server", "openenv server")]
+        print(f"  {name:36s} {ms:7.3f}  (x{ms / same_client:.2f} of openenv's server, same client)")
     print(f"Runner episodes/s, scripted:oracle on gfcr/ToolUse-v0, {args.episodes} episodes:")
     for name, rate in scale.items():
         print(f"  {name:28s} {rate:8.1f}")

@@ -33,6 +33,7 @@ import gymnasium as gym
 import httpx
 
 from gfcr.core import Action, Message, Task
+from gfcr.envs.remote.session import Session
 from gfcr.envs.remote.tasks import remote_tasks
 from gfcr.envs.remote.wire import decode_error, decode_info
 from gfcr.envs.spaces import UnicodeText
@@ -90,7 +91,7 @@ class RemoteEnv(gym.Env[str, str]):
         self.env_id: str | None = self.served.get("env_id")
         self.signal_defaults = dict(self.served.get("signal_defaults") or {})
         self.action_field = action_field or (None if self.served else self._action_field())
-        self._client: Any = None
+        self._client: Session | None = None
         self._episode_id: str | None = None
         self._tasks: TaskSource | None = None
         self.messages: list[Message] = []
@@ -108,11 +109,11 @@ class RemoteEnv(gym.Env[str, str]):
         if options and options.get("task_id") is not None:
             payload["task_id"] = options["task_id"]
         result = self._with_retries("reset", lambda client: client.reset(**payload))
-        metadata = result.metadata or {}
+        metadata = _metadata(result)
         if "error" in metadata:
             raise decode_error(metadata["error"], self.url)
         self._episode_id = metadata.get("episode_id")
-        text = self._text(result.observation)
+        text = self._text(result.get("observation") or {})
         info = self._info(text, metadata, first=True)
         self.task, self.messages = info["task"], list(info["messages"])
         return text, info
@@ -131,22 +132,22 @@ class RemoteEnv(gym.Env[str, str]):
             result = self._client.step(self._payload(action))
         except Exception as e:  # the server is gone mid-episode: not retried, it may have applied the step
             return self._lost(_reason(e))
-        metadata = result.metadata or {}
+        metadata = _metadata(result)
         if self.served and metadata.get("episode_id") != self._episode_id:  # the client reconnected
             return self._lost(
                 "the server no longer holds this session: it was idle past the timeout, or restarted"
             )
         if "error" in metadata:
             raise decode_error(metadata["error"], self.url)
-        text = self._text(result.observation)
+        text = self._text(result.get("observation") or {})
         info = self._info(text, metadata)
         self.messages += [
             Message("assistant", action if isinstance(action, str) else action.text),
             *info["messages"],
         ]
-        terminated = bool(metadata.get("terminated", result.done))
+        terminated = bool(metadata.get("terminated", result.get("done", False)))
         truncated = bool(metadata.get("truncated", False))
-        return text, float(result.reward or 0.0), terminated, truncated, info
+        return text, float(result.get("reward") or 0.0), terminated, truncated, info
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":
@@ -218,17 +219,13 @@ class RemoteEnv(gym.Env[str, str]):
         ]
         return strings[0] if len(strings) == 1 else None
 
-    def _connect(self) -> Any:
-        from openenv.core.generic_client import GenericEnvClient
-
-        client = GenericEnvClient(
-            base_url=self.url,
+    def _connect(self) -> Session:
+        return Session(
+            self.url,
+            headers=self._headers,
             connect_timeout_s=self.connect_timeout_s,
             message_timeout_s=self.message_timeout_s,
-            headers=self._headers or None,
-        ).sync()
-        client.connect()
-        return client
+        )
 
     def _with_retries(self, what: str, call: Any) -> Any:
         """`call(client)`, reconnecting and retrying with backoff while the server fails."""
@@ -309,6 +306,11 @@ class RemoteEnv(gym.Env[str, str]):
             task_id = str(metadata.get("task_id") or f"{self.url}/{self.np_random.integers(1 << 30)}")
             info |= {"task": Task(task_id, text, source=self.url), "tools": []}
         return info
+
+
+def _metadata(reply: dict[str, Any]) -> dict[str, Any]:
+    """A reply's metadata: top-level or in the observation (openenv sends both, or neither if empty)."""
+    return dict(reply.get("metadata") or (reply.get("observation") or {}).get("metadata") or {})
 
 
 def _reason(error: BaseException | None) -> str:

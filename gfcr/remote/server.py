@@ -337,9 +337,9 @@ class Guard:
 
         async def guarded() -> Message:
             nonlocal connected
-            timeout = self.idle_timeout_s if connected else None
             try:
-                message = await asyncio.wait_for(receive(), timeout)
+                async with asyncio.timeout(self.idle_timeout_s if connected else None):  # no task per call
+                    message = await receive()
             except TimeoutError:
                 await send({"type": "websocket.close", "code": 1000, "reason": "idle session closed"})
                 return {"type": "websocket.disconnect", "code": 1000}
