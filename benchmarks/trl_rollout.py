@@ -3,8 +3,9 @@
 Same model (a fresh `gfcr tiny-model`), same prompts (`gfcr.integrations.trl.dataset` of
 `gfcr/Math-v0`: no tools, so both sides render the same prompt tokens), same batch (prompts x
 generations), temperature 1.0 and completion budget, one turn per episode on both sides (TRL's
-default generation is single-turn), CPU, one torch thread. TRL's side scores completions with a reward of the same cost as gfcr's (the env's
-verdict on the text); the first step (warm-up) is left out of the rate.
+default generation is single-turn), CPU, one torch thread. TRL's side scores completions with a
+reward of the same cost as gfcr's (the env's verdict on the text); the first step (warm-up) is
+left out of the rate.
 
     .venv/bin/python benchmarks/trl_rollout.py [--steps 6] [--json docs/bench_trl_rollout.json]
 """
