@@ -32,11 +32,12 @@ import json
 import logging
 import re
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import gymnasium as gym
+import numpy as np
 
 from gfcr.agents.policies.hf import HFPolicy
 from gfcr.agents.runner import (
@@ -48,6 +49,8 @@ from gfcr.agents.runner import (
     episodes_for_suite,
 )
 from gfcr.agents.runner.episode import keeps_tokens
+from gfcr.control import DynamicSampling, PromptHistory
+from gfcr.control.dynamic import Batch
 from gfcr.core import (
     Action,
     Controller,
@@ -362,15 +365,20 @@ class GfcrRollout:
         runner_config: RunnerConfig | None,
         controller: Controller | None,
         replay: ReplaySink | None,
+        sampling: DynamicSampling | None = None,
     ) -> None:
         self.envs = {config.key: config for config in envs}
         self.policy = policy
         self.runner_config = runner_config
         self.controller = controller or Controller()
         self.replay = replay
+        self.sampling = sampling
+        self.history = PromptHistory()  # every group's rewards, for dynamic sampling's selector
         self.calls = 0
         self.last_result: RunResult | None = None
+        self.last_batch: Batch | None = None
         self._tasks: dict[str, EpisodeSpec] = {}
+        self._prompts: dict[str, Any] = {}  # task id -> its dataset prompt
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         policy = self._policy(trainer)
@@ -381,7 +389,19 @@ class GfcrRollout:
             raise ConfigError(
                 f"expected each prompt {size} times in a row (num_generations), got {len(tasks)}"
             )
-        seed = int(trainer.args.seed) + 100_003 * self.calls  # fresh samples on every call
+        if self.sampling is not None:
+            ordered = self._dynamic(groups, size, policy, trainer)
+            prompts = [self._prompts.get(t.task_id, t.prompt) for t in ordered]
+        else:
+            task_ids = [t.task_id or "" for t in groups]
+            ordered = _in_groups(self._run(groups, size, policy, trainer), task_ids, size)
+        return _trl_fields(ordered, prompts, cast(TokenPolicy, policy), _eos_id(trainer))
+
+    def _run(
+        self, groups: Sequence[EpisodeSpec], size: int, policy: Policy, trainer: Any
+    ) -> list[Trajectory]:
+        """`size` episodes of each task, with fresh seeds on every call."""
+        seed = int(trainer.args.seed) + 100_003 * self.calls
         specs = [
             replace(task, seed=seed + j, sample=b * size + j)
             for b, task in enumerate(groups)
@@ -394,8 +414,38 @@ class GfcrRollout:
         observe = getattr(self.controller, "observe", None)
         if callable(observe):  # e.g. RolloutController: per-prompt posteriors for the next schedule
             observe(result.trajectories)
-        ordered = _in_groups(result.trajectories, [t.task_id or "" for t in groups], size)
-        return _trl_fields(ordered, prompts, cast(TokenPolicy, policy), _eos_id(trainer))
+        return result.trajectories
+
+    def _dynamic(
+        self, groups: Sequence[EpisodeSpec], size: int, policy: Policy, trainer: Any
+    ) -> list[Trajectory]:
+        """DAPO's dynamic sampling: as many informative groups as TRL asked for, the tasks chosen by
+        the sampler's selector (e.g. Thompson) among this batch's and then every dataset task;
+        topped up with the batch's own groups, uninformative, if the rounds run out."""
+        assert self.sampling is not None
+        tasks = {spec.task_id: spec for spec in self._tasks.values()}
+        batch_ids = [spec.task_id for spec in groups]
+        candidates = batch_ids + [task_id for task_id in tasks if task_id not in set(batch_ids)]
+        sampler = replace(self.sampling, num_groups=len(groups), group_size=size)
+
+        def run(plan: Mapping[str, int]) -> list[Trajectory]:
+            return self._run([tasks[task_id] for task_id in plan], size, policy, trainer)
+
+        rng = np.random.default_rng(int(trainer.args.seed) + self.calls)
+        batch = sampler.collect(run, [t for t in candidates if t is not None], self.history, rng)
+        self.last_batch = batch
+        kept = [t for group in batch.groups.values() for t in group]
+        missing = [spec for spec in groups if spec.task_id not in batch.groups][
+            : len(groups) - len(batch.groups)
+        ]
+        if missing:
+            logger.warning(
+                "dynamic sampling found %d of %d informative groups", len(batch.groups), len(groups)
+            )
+            kept += _in_groups(
+                self._run(missing, size, policy, trainer), [s.task_id or "" for s in missing], size
+            )
+        return kept
 
     def _policy(self, trainer: Any) -> Policy:
         if self.policy is None:
@@ -439,6 +489,7 @@ class GfcrRollout:
             kwargs = columns["env_kwargs"][i] if "env_kwargs" in columns else None
             env = only if env_id is None and only is not None else self._env(env_id, kwargs)
             spec = EpisodeSpec(env, columns["task_id"][i])
+            self._prompts.setdefault(spec.task_id or "", prompt)
             previous = self._tasks.setdefault(_prompt_key(prompt), spec)
             if previous != spec:
                 logger.warning(
@@ -465,6 +516,7 @@ def rollout_func(
     runner_config: RunnerConfig | None = None,
     controller: Controller | None = None,
     replay: ReplaySink | None = None,
+    sampling: DynamicSampling | None = None,
     **env_kwargs: Any,
 ) -> GfcrRollout:
     """A `GRPOTrainer(rollout_func=...)` that plays each prompt's task with gfcr's vectorized Runner.
@@ -476,6 +528,11 @@ def rollout_func(
     model; any `TokenPolicy` works. GFCR modules plug in as in gfcr's trainer: `controller`
     schedules each group and may stop episodes (it must keep `num_generations` episodes per prompt;
     its `observe`, if any, sees every run), `replay` stores every finished trajectory.
+    `sampling=DynamicSampling(num_groups=1, selector=ThompsonSelector())` fills each batch with
+    informative groups (some reward spread: no zero-advantage group), choosing tasks among the
+    batch's and the dataset's with the selector (`num_groups` and `group_size` follow TRL's batch);
+    the groups returned may then be other dataset tasks than the prompts TRL drew, so reward
+    functions must read `gfcr_reward`/`task_id` (as `env_reward` does), not the prompts.
 
     Extra fields for reward functions: `gfcr_reward`, `gfcr_signals`, `task_id`, `trajectory_id`.
 
@@ -492,7 +549,7 @@ def rollout_func(
     else:
         suite = make_suite(env_id_or_suite)
         envs = [env_config(entry.env_id, entry.kwargs) for entry in suite.entries]
-    return GfcrRollout(envs, policy, runner_config, controller, replay)
+    return GfcrRollout(envs, policy, runner_config, controller, replay, sampling)
 
 
 def _trainer_runner_config(args: Any, num_episodes: int) -> RunnerConfig:

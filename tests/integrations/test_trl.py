@@ -20,7 +20,7 @@ pytest.importorskip("trl", reason="the trl extra is not installed: pip install -
 
 from gfcr.agents import OraclePolicy  # noqa: E402
 from gfcr.agents.policies.chat import ChatTokens, load_chat_encoder  # noqa: E402
-from gfcr.control import ControlConfig, RolloutController  # noqa: E402
+from gfcr.control import ControlConfig, DynamicSampling, RolloutController, ThompsonSelector  # noqa: E402
 from gfcr.core import Completion, Request  # noqa: E402
 from gfcr.errors import ConfigError  # noqa: E402
 from gfcr.integrations import trl as gfcr_trl  # noqa: E402
@@ -52,8 +52,8 @@ class OracleTokens(ChatTokens):
         return out
 
 
-def grpo_trainer(tiny_model: Path, tmp_path: Path, rows: int = 2, **kwargs: Any):
-    """A GRPOTrainer of the tiny model on `rows` ToolUse prompts, 2 generations each, one step."""
+def grpo_trainer(tiny_model: Path, tmp_path: Path, rows: int = 2, tasks: int | None = None, **kwargs: Any):
+    """A GRPOTrainer of the tiny model: one step of `rows` ToolUse prompts (of `tasks` rows), 2 generations each."""
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
@@ -78,7 +78,7 @@ def grpo_trainer(tiny_model: Path, tmp_path: Path, rows: int = 2, **kwargs: Any)
         model=str(tiny_model),
         processing_class=AutoTokenizer.from_pretrained(tiny_model),
         args=args,
-        train_dataset=gfcr_trl.dataset(ENV, n=rows, **KWARGS),
+        train_dataset=gfcr_trl.dataset(ENV, n=tasks or rows, **KWARGS),
         **kwargs,
     )
 
@@ -210,6 +210,38 @@ def test_a_controller_takes_effect_inside_rollout_func(tiny_model, tmp_path):
     assert all(len(t.steps) == 1 and t.steps[0].truncated for t in rollout.last_result.trajectories)
     assert controller.runs == 1
     assert all(controller.history.get(task).samples == 2 for task in trainer.train_dataset["task_id"])
+
+
+class SpreadOracle(OracleTokens):
+    """The oracle, but junk on the odd seeds of the `informative` tasks: only their groups have a reward spread."""
+
+    def __init__(self, path: Path, informative: set[str]) -> None:
+        super().__init__(path)
+        self.informative = informative
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        junk_ids = (*self.chat.encode("zzz"), *sorted(self.chat.end_ids))
+        junk = Completion("zzz", completion_ids=junk_ids, logprobs=(0.0,) * len(junk_ids))
+        return [
+            junk if request.task.id in self.informative and request.sampling.seed % 2 else completion
+            for request, completion in zip(requests, super().generate(requests), strict=True)
+        ]
+
+
+def test_dynamic_sampling_with_thompson_selection_fills_the_batch_with_informative_groups(
+    tiny_model, tmp_path
+):
+    tasks = gfcr_trl.dataset(ENV, n=6, **KWARGS)["task_id"]
+    informative = set(tasks[-2:])  # not among the step's first prompts: dynamic sampling must find them
+    sampling = DynamicSampling(num_groups=1, oversample=1.0, selector=ThompsonSelector(group_size=2))
+    rollout = gfcr_trl.rollout_func(ENV, SpreadOracle(tiny_model, informative), sampling=sampling, **KWARGS)
+    trainer = grpo_trainer(
+        tiny_model, tmp_path, rows=2, tasks=6, rollout_func=rollout, reward_funcs=gfcr_trl.env_reward
+    )
+    trainer.train()
+    assert set(rollout.last_batch.groups) == informative  # 2 groups, both with a reward spread
+    assert logged(trainer, "reward") == 0.5 and logged(trainer, "frac_reward_zero_std") == 0.0
+    assert rollout.last_batch.dropped >= 1 and all(rollout.history.get(t).samples > 0 for t in informative)
 
 
 def test_rollout_func_refuses_a_controller_that_changes_the_groups(tiny_model, tmp_path):
