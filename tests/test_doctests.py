@@ -23,14 +23,14 @@ MODULES = sorted(
 
 
 # Modules whose library lives in its own venv, where their own tests run these examples.
-OWN_VENV = {"gfcr.integrations.verifiers": "verifiers"}
+OWN_VENV = {"gfcr.integrations.verifiers": "verifiers", "gfcr.integrations.verl": "verl"}
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     if name in OWN_VENV and importlib.util.find_spec(OWN_VENV[name]) is None:
         pytest.skip(
-            f"{OWN_VENV[name]} lives in its own venv (scripts/setup_verifiers.sh); tests/integrations run these"
+            f"{OWN_VENV[name]} lives in its own venv (scripts/setup_*.sh); tests/integrations run these"
         )
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

@@ -1,0 +1,343 @@
+"""gfcr envs inside veRL 0.9: an `AgentLoop` that plays gfcr episodes, and its dataset.
+
+veRL's PPO/GRPO trainer (`python -m verl.trainer.main_ppo`) rolls out each prompt row with the
+agent loop its `agent_name` column names. `GfcrAgentLoop` (registered as `"gfcr_agent"`) plays
+one gfcr episode per row, token-in-token-out:
+
+- it makes the row's env (`gymnasium.make(env_id, **env_kwargs)`, pooled per worker process),
+  resets it to the row's `task_id` and renders the env's messages and tools with the tokenizer's
+  chat template (veRL's own `apply_chat_template`, so `data.apply_chat_template_kwargs` apply);
+- each turn, veRL's server manager (vLLM/SGLang) generates from the ids so far; the sampled
+  ids are the response (mask 1, their logprobs) and their text is the gfcr action, which the env
+  parses itself (gfcr's `<tool_call>` blocks, or a plain answer);
+- the env's observation messages are rendered by the chat template as the ids that follow the
+  sampled ones (`gfcr.agents.policies.chat.ChatEncoder`: the model's own ids are never
+  re-tokenized) and appended with mask 0, until the env terminates or truncates, veRL's
+  `rollout.response_length` budget runs out, or `multi_turn.max_assistant_turns` is reached;
+- `reward_score` is gfcr's episode reward (the sum of the step rewards), so veRL needs no reward
+  function; `extra_fields` carries the env id, task id, per-step rewards and the last step's
+  Filter signals.
+
+Rows come from `dataset(env_id, n)` (or `to_parquet(path, env_id, n)`): veRL's RLHFDataset
+columns `data_source`, `prompt` (chat messages), `agent_name` and `extra_info`, whose `env_id`,
+`env_kwargs` (JSON) and `task_id` pick the episode. veRL's rollout workers are Ray actors in
+other processes, which find the loop through an agent-loop config file (`write_agent_loop_config`)
+rather than through this module's `@register`. A recipe (a GPU machine; `vllm` installed):
+
+    .venv-verl/bin/python -c "from gfcr.integrations import verl as g; \\
+        g.to_parquet('data/train.parquet', 'gfcr/ToolUse-v0', n=256); \\
+        g.to_parquet('data/val.parquet', 'gfcr/ToolUse-v0', n=32, seed=1); \\
+        g.write_agent_loop_config('data/agent_loops.yaml')"
+    .venv-verl/bin/python -m verl.trainer.main_ppo algorithm.adv_estimator=grpo \\
+        data.train_files=data/train.parquet data.val_files=data/val.parquet \\
+        data.max_prompt_length=512 data.max_response_length=256 data.train_batch_size=8 \\
+        actor_rollout_ref.model.path=Qwen/Qwen3-0.6B \\
+        actor_rollout_ref.rollout.name=vllm actor_rollout_ref.rollout.n=4 \\
+        actor_rollout_ref.rollout.agent.agent_loop_config_path=data/agent_loops.yaml \\
+        actor_rollout_ref.actor.ppo_mini_batch_size=8 trainer.n_gpus_per_node=1 ...
+
+veRL 0.9 pins transformers<5.11 and pulls ray, hydra, tensordict and wandb, so this module runs
+from its own venv: `bash scripts/setup_verl.sh`, then `.venv-verl/bin/python`.
+
+>>> rows = dataset("gfcr/ToolUse-v0", n=2, num_tasks=10)
+>>> rows[0]["agent_name"], sorted(rows[0]["extra_info"])
+('gfcr_agent', ['env_id', 'env_kwargs', 'index', 'task_id'])
+>>> AGENT_NAME in _agent_loop_registry
+True
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+from uuid import uuid4
+
+import gymnasium as gym
+
+try:
+    from verl.experimental.agent_loop.agent_loop import (  # type: ignore[import-not-found, unused-ignore]
+        AgentLoopBase,
+        AgentLoopOutput,
+        _agent_loop_registry,  # noqa: F401  (the doctest shows the loop registered)
+        register,
+    )
+except ImportError as e:  # pragma: no cover - depends on the venv
+    raise ImportError(
+        "gfcr.integrations.verl needs verl==0.9.0, which lives in its own venv (it pins "
+        f"transformers<5.11): run `bash scripts/setup_verl.sh`, then use .venv-verl/bin/python ({e})"
+    ) from e
+
+import gfcr  # noqa: F401  (registers the gfcr/ env ids with Gymnasium)
+from gfcr.agents.policies.chat import ChatEncoder
+from gfcr.agents.runner import episodes_for_env, episodes_for_suite
+from gfcr.core import EpisodeSpec
+from gfcr.errors import ConfigError
+from gfcr.suites import make_suite
+
+__all__ = [
+    "AGENT_NAME",
+    "GfcrAgentLoop",
+    "dataset",
+    "episode_of",
+    "to_parquet",
+    "write_agent_loop_config",
+]
+
+logger = logging.getLogger(__name__)
+
+AGENT_NAME = "gfcr_agent"
+"""The `agent_name` of gfcr rows: veRL runs them with `GfcrAgentLoop`."""
+
+Json = dict[str, Any]
+
+
+# -- the dataset ---------------------------------------------------------------------------------
+
+
+def dataset(
+    env_id_or_suite: str, n: int | None = None, *, seed: int = 0, split: str | None = None, **env_kwargs: Any
+) -> list[Json]:
+    """The rows veRL's RLHFDataset reads for an env's tasks (or a suite's), one per task.
+
+    Each row: `data_source` (the env id), `prompt` (the env's reset messages, OpenAI chat format:
+    what veRL filters by length and logs; the loop renders the env's own messages and tools),
+    `agent_name` (`"gfcr_agent"`) and `extra_info` with `env_id`, `env_kwargs` (JSON of the
+    `gymnasium.make` keywords), `task_id` and `index`. For an env, `n` tasks in a seeded order
+    (every task if None; `split=X` is the env keyword `split=X`); for a suite, its first `n` tasks.
+    """
+    if split is not None:
+        env_kwargs["split"] = split
+    envs: dict[str, gym.Env] = {}
+    rows = []
+    for index, spec in enumerate(_task_specs(env_id_or_suite, n, seed, env_kwargs)):
+        if spec.env.key not in envs:
+            envs[spec.env.key] = gym.make(spec.env.env_id, **spec.env.kwargs)
+        _, info = envs[spec.env.key].reset(options={"task_id": spec.task_id})
+        rows.append(
+            {
+                "data_source": spec.env.env_id,
+                "prompt": [{"role": m.role, "content": m.content} for m in info["messages"]],
+                "agent_name": AGENT_NAME,
+                "extra_info": {
+                    "env_id": spec.env.env_id,
+                    "env_kwargs": json.dumps(spec.env.kwargs, sort_keys=True, default=str),
+                    "task_id": info["task"].id,
+                    "index": index,
+                },
+            }
+        )
+    for env in envs.values():
+        env.close()
+    return rows
+
+
+def to_parquet(
+    path: str | Path, env_id_or_suite: str, n: int | None = None, *, seed: int = 0, **env_kwargs: Any
+) -> Path:
+    """Write `dataset(env_id_or_suite, n, seed=seed, **env_kwargs)` to a parquet file for
+    `data.train_files` / `data.val_files`; returns its path."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(dataset(env_id_or_suite, n, seed=seed, **env_kwargs)), path)
+    return path
+
+
+def write_agent_loop_config(path: str | Path) -> Path:
+    """Write the agent-loop config file that makes veRL's rollout workers (Ray actors, other
+    processes) find `GfcrAgentLoop`: pass it as `actor_rollout_ref.rollout.agent.agent_loop_config_path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    target = f"{GfcrAgentLoop.__module__}.{GfcrAgentLoop.__qualname__}"
+    path.write_text(f"- name: {AGENT_NAME}\n  _target_: {target}\n")
+    return path
+
+
+def episode_of(row: Json) -> tuple[str, Json, str]:
+    """`(env_id, env_kwargs, task_id)` of a row's fields as the agent loop receives them (from
+    `extra_info`, or from top-level columns of the same names)."""
+    extra = dict(row.get("extra_info") or {})
+    fields = {key: extra.get(key, row.get(key)) for key in ("env_id", "env_kwargs", "task_id")}
+    missing = [key for key, value in fields.items() if value is None]
+    if missing:
+        raise ConfigError(
+            f"a gfcr row needs env_id, env_kwargs and task_id (in extra_info), missing {missing}; "
+            "make rows with gfcr.integrations.verl.dataset or to_parquet"
+        )
+    kwargs = fields["env_kwargs"]
+    env_kwargs = json.loads(kwargs) if isinstance(kwargs, str) else kwargs
+    if not isinstance(env_kwargs, dict):
+        raise ConfigError(f"env_kwargs must be a JSON object of gymnasium.make keywords, got {kwargs!r}")
+    return str(fields["env_id"]), env_kwargs, str(fields["task_id"])
+
+
+def _task_specs(name: str, n: int | None, seed: int, env_kwargs: Json) -> list[EpisodeSpec]:
+    """One spec per task: an env's tasks in a seeded order, or a suite's in its order."""
+    if n is not None and n < 1:
+        raise ConfigError(f"n must be >= 1 (or None for every task), got {n}")
+    if name in gym.registry:
+        if n is None:
+            env = gym.make(name, **env_kwargs)
+            n = len(env.unwrapped.tasks)  # type: ignore[attr-defined]  # every gfcr env is a TextEnv
+            env.close()
+        return episodes_for_env(name, n, kwargs=env_kwargs, seed=seed)
+    if env_kwargs:
+        raise ConfigError(f"suite {name!r} fixes its envs' keywords; got {sorted(env_kwargs)}: drop them")
+    specs = episodes_for_suite(make_suite(name), seed=seed)  # an unknown name fails here, listing suites
+    return specs[:n] if n is not None else specs
+
+
+# -- the agent loop ------------------------------------------------------------------------------
+
+
+class _TemplateEncoder(ChatEncoder):
+    """gfcr's `ChatEncoder` rendering with veRL's `data.apply_chat_template_kwargs` (e.g.
+    `enable_thinking`), so observation ids match the prompt veRL renders."""
+
+    def __init__(self, tokenizer: Any, end_ids: Sequence[int], template_kwargs: Json) -> None:
+        self.template_kwargs = dict(template_kwargs)
+        super().__init__(tokenizer, end_ids)
+
+    def _render(self, conversation: list[Json], **kwargs: Any) -> str:
+        options = {**self.template_kwargs, **kwargs}
+        return str(self.tokenizer.apply_chat_template(conversation, tokenize=False, **options))
+
+
+@dataclass
+class _Response:
+    """The response side of one episode as it grows: ids, loss mask and logprobs, turn by turn."""
+
+    ids: list[int] = field(default_factory=list)
+    mask: list[int] = field(default_factory=list)  # 1: sampled by the policy, 0: the env's observation
+    logprobs: list[float] | None = field(default_factory=list)  # None once a turn came without them
+    rewards: list[float] = field(default_factory=list)  # the env's, one per policy turn
+    observations: int = 0
+
+    def add_turn(self, ids: list[int], logprobs: Sequence[float] | None) -> None:
+        self.ids += ids
+        self.mask += [1] * len(ids)
+        if self.logprobs is not None and logprobs is not None:
+            self.logprobs += list(logprobs)[: len(ids)]
+        else:
+            self.logprobs = None  # keep none rather than misalign them
+
+    def add_observation(self, ids: list[int]) -> None:
+        self.ids += ids
+        self.mask += [0] * len(ids)
+        if self.logprobs is not None:
+            self.logprobs += [0.0] * len(ids)
+        self.observations += 1
+
+
+@register(AGENT_NAME)
+class GfcrAgentLoop(AgentLoopBase):  # type: ignore[misc]
+    """One gfcr episode per dataset row (see the module docstring); veRL makes one per row."""
+
+    # Envs are pooled per worker process: veRL builds an agent loop per row, and making an env
+    # can be slow (datasets, sandboxes). An env is taken out while an episode runs on it.
+    _idle_envs: ClassVar[dict[str, list[gym.Env]]] = defaultdict(list)
+    _encoders: ClassVar[dict[int, tuple[Any, _TemplateEncoder]]] = {}  # id(tokenizer) -> (it, its encoder)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.pop("tools", None)  # veRL's own tools: gfcr envs bring theirs
+        super().__init__(*args, **kwargs)
+        self.response_length = int(self.rollout_config.response_length)
+        multi_turn = self.rollout_config.get("multi_turn", {}) or {}
+        self.max_assistant_turns = multi_turn.get("max_assistant_turns") or None
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        """Play the row's episode; `kwargs` are the row's fields (veRL's `non_tensor_batch`)."""
+        env_id, env_kwargs, task_id = episode_of(kwargs)
+        key = json.dumps([env_id, env_kwargs], sort_keys=True, default=str)
+        env = self._idle_envs[key].pop() if self._idle_envs[key] else gym.make(env_id, **env_kwargs)
+        try:
+            return await self._play(env, env_id, task_id, sampling_params)
+        finally:
+            self._idle_envs[key].append(env)
+
+    async def _play(self, env: gym.Env, env_id: str, task_id: str, sampling: Json) -> AgentLoopOutput:
+        _, info = await self._in_thread(env.reset, options={"task_id": task_id})
+        encoder = self._encoder()
+        messages = [m.to_openai() for m in info["messages"]]
+        prompt_ids = await self.apply_chat_template(messages, tools=list(info["tools"]) or None)
+        response = _Response()
+        extra: Json = {}
+        timing = {"generate_sequences": 0.0, "tool_calls": 0.0}
+        request_id, signals, ended = uuid4().hex, {}, "response_length"
+        while (budget := self.response_length - len(response.ids)) > 0:
+            started = time.perf_counter()
+            output = await self.server_manager.generate(
+                request_id=request_id,
+                prompt_ids=prompt_ids + response.ids,
+                sampling_params={**sampling, "max_tokens": min(sampling.get("max_tokens", budget), budget)},
+            )
+            timing["generate_sequences"] += time.perf_counter() - started
+            # veRL's per-request fields: the first turn's win (min_global_steps), the last turn's max
+            last_step = output.extra_fields.get("max_global_steps")
+            extra = {**output.extra_fields, **extra, "max_global_steps": last_step}
+            ids = list(output.token_ids)[:budget]
+            response.add_turn(ids, output.log_probs)
+
+            started = time.perf_counter()
+            action = encoder.completion_text(ids)  # the env parses its own tool-call format
+            _, reward, terminated, truncated, info = await self._in_thread(env.step, action)
+            timing["tool_calls"] += time.perf_counter() - started
+            response.rewards.append(float(reward))
+            signals = dict(info.get("signals") or {})
+            if terminated or truncated:
+                ended = "terminated" if terminated else "truncated"
+                break
+            if self.max_assistant_turns and len(response.rewards) >= self.max_assistant_turns:
+                ended = "max_assistant_turns"
+                break
+            observation_ids = encoder.observation_ids(info["messages"], ids)
+            if len(response.ids) + len(observation_ids) >= self.response_length:
+                break  # no room left to generate after the observation
+            response.add_observation(observation_ids)
+
+        extra.update(gfcr_env_id=env_id, gfcr_task_id=task_id, gfcr_ended=ended, gfcr_signals=signals,
+                     turn_scores=response.rewards, tool_rewards=[])  # fmt: skip
+        return AgentLoopOutput(
+            prompt_ids=prompt_ids,
+            response_ids=response.ids,
+            response_mask=response.mask,
+            response_logprobs=response.logprobs or None,
+            reward_score=sum(response.rewards),  # gfcr's episode reward: veRL puts it on the last token
+            num_turns=1 + len(response.rewards) + response.observations,  # prompt, policy's turns, env's
+            metrics={**timing, "num_preempted": -1},
+            extra_fields=extra,
+        )
+
+    def _encoder(self) -> _TemplateEncoder:
+        """The chat encoder of this worker's tokenizer (built once: it renders probe conversations)."""
+        tokenizer = self.tokenizer
+        cached = self._encoders.get(id(tokenizer))
+        if cached is None or cached[0] is not tokenizer:
+            end_ids = [tokenizer.eos_token_id, *_generation_eos(self.config.actor_rollout_ref.model.path)]
+            cached = (tokenizer, _TemplateEncoder(tokenizer, end_ids, self.apply_chat_template_kwargs or {}))
+            self._encoders[id(tokenizer)] = cached
+        return cached[1]
+
+    async def _in_thread(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run a blocking env call off the event loop (other rows' coroutines keep generating)."""
+        return await asyncio.get_running_loop().run_in_executor(None, lambda: function(*args, **kwargs))
+
+
+def _generation_eos(model_path: str) -> list[int]:
+    """The end-of-turn ids of the model's generation config (what vLLM stops at), if it has one."""
+    from transformers import GenerationConfig
+
+    try:
+        eos = GenerationConfig.from_pretrained(model_path).eos_token_id
+    except Exception:  # no generation_config.json, or a path only veRL's own loader resolves
+        return []
+    return [eos] if isinstance(eos, int) else list(eos or [])
