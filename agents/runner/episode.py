@@ -10,6 +10,7 @@ the observation's ids (loss mask 0, logprob 0.0); text is never re-tokenized.
 from __future__ import annotations
 
 import copy
+import hashlib
 from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from functools import cache
@@ -75,8 +76,11 @@ class Episode:
         return self.trajectory.cost.tokens_out
 
     def request(self, sampling: SamplingParams) -> Request:
-        """The next request; `prompt_ids` set when the episode keeps token ids."""
+        """The next request; `prompt_ids` set when the episode keeps token ids. A seeded episode's
+        turns each get their own seed (`turn_seed`), so no two turns share their random draws."""
         self._append_observation_tokens()
+        if sampling.seed is not None:
+            sampling = replace(sampling, seed=turn_seed(sampling.seed, len(self.trajectory.steps)))
         tokens = self.trajectory.tokens
         prompt_ids = tuple(tokens.prompt_ids + tokens.completion_ids) if tokens is not None else None
         return Request(
@@ -148,3 +152,16 @@ class Episode:
         tokens.loss_mask += [0] * len(observation_ids)
         tokens.logprobs += [0.0] * len(observation_ids)
         self._observation = None
+
+
+def turn_seed(seed: int, turn: int) -> int:
+    """The sampling seed of turn `turn` (from 0) of an episode seeded `seed`: the episode's own seed
+    on its first turn (single-turn runs sample as before), a hash of both after it.
+
+    >>> turn_seed(7, 0), turn_seed(7, 1) == turn_seed(7, 1), turn_seed(7, 1) != turn_seed(7, 2)
+    (7, True, True)
+    """
+    if turn == 0:
+        return seed
+    digest = hashlib.sha256(f"{seed}/{turn}".encode()).digest()
+    return int.from_bytes(digest[:7], "big")  # 56 bits: fits every backend's seed type

@@ -23,10 +23,16 @@ from gfcr.suites import Suite
 
 
 def env_config(env_id: str, kwargs: dict[str, Any] | None = None) -> EnvConfig:
-    """The configuration of a registered env, with its entry point (so workers can register it)."""
+    """The configuration of a registered env, with its entry point (so workers can register it).
+
+    Keywords the env was registered with (`register_env(id, entry, kwargs={...})`) are part of the
+    configuration, under the ones given here: a worker process that registers the env from its
+    entry point alone makes the same env.
+    """
     if env_id not in gym.registry:
         raise UnknownNameError("env id", env_id, list_envs(), hint="see `gfcr list`")
-    return EnvConfig(env_id, dict(kwargs or {}), gym.spec(env_id).entry_point)
+    spec = gym.spec(env_id)
+    return EnvConfig(env_id, {**spec.kwargs, **(kwargs or {})}, spec.entry_point)
 
 
 def episodes_for_env(

@@ -4,7 +4,9 @@ Lines are appended whole and each batch is flushed and fsynced (`gfcr.core.write
 `flush_every` trajectories or `flush_interval_s` seconds, whichever comes first. A run killed
 with SIGKILL loses only the trajectories not yet flushed; if it died mid-write, the torn last line
 is cut off when the file is opened again with `resume=True`, so no partial line ever sits between
-whole ones. Resuming keeps the file and reports which trajectory ids it already holds.
+whole ones. Resuming keeps the file and reports which trajectory ids it already holds; episodes
+that failed for infrastructure reasons (status "failed": a dead server, a lost worker) are not
+results, so resuming drops their lines and runs them again.
 
 >>> import tempfile, pathlib
 >>> from gfcr.core import Trajectory
@@ -49,7 +51,7 @@ class TrajectoryWriter:
         self.previous: list[Trajectory] = []
         if resume and self.path.exists():
             _cut_torn_tail(self.path)
-            self.previous = list(read_jsonl(self.path))
+            self.previous = _drop_failed(self.path, list(read_jsonl(self.path)))
         else:
             self.path.write_text("")
         self.done = {trajectory.id for trajectory in self.previous}
@@ -78,6 +80,17 @@ class TrajectoryWriter:
 
     def __exit__(self, kind: type | None, error: BaseException | None, trace: TracebackType | None) -> None:
         self.flush()
+
+
+def _drop_failed(path: Path, trajectories: list[Trajectory]) -> list[Trajectory]:
+    """The trajectories that are results; the file is rewritten without the failed ones (atomically)."""
+    kept = [t for t in trajectories if t.status != "failed"]
+    if len(kept) < len(trajectories):
+        logger.warning("%s: running %d failed episodes again", path, len(trajectories) - len(kept))
+        staging = path.with_name(path.name + ".resume")
+        write_jsonl(kept, staging)
+        os.replace(staging, path)
+    return kept
 
 
 def _cut_torn_tail(path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import uuid
 from collections.abc import Iterable, Iterator
@@ -135,7 +136,7 @@ class Trajectory:
         try:
             tokens = data.pop("tokens", None)
             return cls(
-                steps=[Step(**s) for s in data.pop("steps", [])],
+                steps=[Step(**{**s, "reward": _reward(s.get("reward"))}) for s in data.pop("steps", [])],
                 messages=[Message.from_dict(m) for m in data.pop("messages", [])],
                 tokens=TokenData(**tokens) if tokens else None,
                 cost=Cost(**data.pop("cost", {})),
@@ -146,7 +147,26 @@ class Trajectory:
             raise DataError(f"not a gfcr trajectory: {e}") from e
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False)
+        """One line of strict JSON: NaN and infinities become null; lone surrogates and the Unicode
+        line separators are escaped, so any line reader splits the file where gfcr does.
+
+        >>> t = Trajectory(env_id="e", task_id="t", prompt="\\ud800", id="a")
+        >>> t.steps.append(Step("x", "o", float("nan"), True, False))
+        >>> line = t.to_json()
+        >>> '"reward": null' in line, '\\\\ud800' in line, Trajectory.from_json(line).prompt == "\\ud800"
+        (True, True, True)
+        """
+        data = self.to_dict()
+        try:
+            line = json.dumps(data, ensure_ascii=False, allow_nan=False)
+        except ValueError:  # a NaN or infinite float: strict JSON has none
+            line = json.dumps(_finite(data), ensure_ascii=False)
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (UTF-8 cannot hold it): escape as \\uXXXX
+            line = json.dumps(json.loads(line), ensure_ascii=True)
+        # U+2028/U+2029 end lines for many JSONL readers (str.splitlines, JavaScript): escape them too.
+        return line.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
     @classmethod
     def from_json(cls, line: str) -> Trajectory:
@@ -156,17 +176,16 @@ class Trajectory:
 def write_jsonl(trajectories: Iterable[Trajectory], path: str | Path, *, append: bool = False) -> int:
     """Write one trajectory per line, flushed and fsynced; returns how many were written.
 
-    Each line is written whole (one `write` call of the full line), so a killed process leaves at
-    most a truncated last line, which `read_jsonl` skips with a warning.
+    Every line is serialised before the file is touched, then all are written in one call, so a
+    batch is written whole or not at all (a killed process leaves at most a truncated last line,
+    which `read_jsonl` skips with a warning).
     """
-    count = 0
+    lines = [trajectory.to_json() + "\n" for trajectory in trajectories]
     with open(path, "a" if append else "w", encoding="utf-8") as f:
-        for trajectory in trajectories:
-            f.write(trajectory.to_json() + "\n")
-            count += 1
+        f.write("".join(lines))
         f.flush()
         os.fsync(f.fileno())
-    return count
+    return len(lines)
 
 
 def read_jsonl(path: str | Path) -> Iterator[Trajectory]:
@@ -185,3 +204,19 @@ def read_jsonl(path: str | Path) -> Iterator[Trajectory]:
                 logging.getLogger(__name__).warning("%s: skipping torn last line %d", path, number)
                 return
             raise DataError(f"{path}:{number}: not valid JSON ({e})") from e
+
+
+def _reward(value: Any) -> Any:
+    """A step's reward read back: null (a NaN or infinity when written) is NaN again."""
+    return math.nan if value is None else value
+
+
+def _finite(value: Any) -> Any:
+    """`value` with every NaN or infinite float replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value

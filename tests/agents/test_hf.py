@@ -69,3 +69,17 @@ def test_prompts_of_very_different_lengths_are_batched_apart_and_answered_in_ord
     alone = [hf_policy.generate([r])[0] for r in requests]
     assert [c.prompt_ids for c in together] == [c.prompt_ids for c in alone]
     assert [c.completion_ids for c in together] == [c.completion_ids for c in alone]
+
+
+def test_each_turn_of_a_seeded_episode_samples_afresh(hf_policy):
+    """A seeded episode's turns must not share their random draws (they once all used the episode's seed)."""
+    from runner_envs import EchoEnv  # noqa: F401  (registers test/Echo-v0)
+
+    from gfcr.agents import Runner, RunnerConfig
+    from gfcr.agents.runner.specs import EpisodeSpec, env_config
+
+    spec = EpisodeSpec(env_config("test/Echo-v0"), "turns-8", seed=3)
+    config = RunnerConfig(concurrency=1, sampling=SamplingParams(max_tokens=12, temperature=1.0))
+    (trajectory,) = Runner(hf_policy, config).run([spec]).trajectories
+    actions = [step.action for step in trajectory.steps]
+    assert len(actions) == 8 and len(set(actions)) >= 6, actions
