@@ -49,8 +49,10 @@ EnvArgs = Annotated[
     typer.Option("--env-arg", "-e", help="Env keyword KEY=VALUE (VALUE parsed as JSON if it can be)."),
 ]
 Resume = Annotated[
-    bool, typer.Option("--resume", help="Keep the output and skip the episodes it already holds.")
+    bool,
+    typer.Option("--resume", help="Keep the output, skip the episodes it holds, run its failed ones again."),
 ]
+Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing --out file.")]
 
 
 @app.callback()
@@ -94,15 +96,19 @@ def run(
     seed: Annotated[int, typer.Option(help="Seed of the task order and of episode i (seed + i).")] = 0,
     env_arg: EnvArgs = None,
     resume: Resume = False,
+    force: Force = False,
     *,
     runner: RunnerConfig,
 ) -> None:
-    """Run an agent for N episodes of an env and write the trajectories as JSONL."""
+    """Run an agent for N episodes of an env and write the trajectories as JSONL.
+
+    Exits 1 when episodes failed for infrastructure reasons (a dead server, a missing package, an
+    env without an oracle): they are listed by reason, and `--resume` runs them again.
+    """
     from gfcr.agents import Runner, episodes_for_env, make_policy
 
     try:
-        if resume and out is None:
-            raise ConfigError("--resume needs --out FILE.jsonl (the file to resume)")
+        _check_out(out, resume=resume, force=force)
         specs = episodes_for_env(env_id, episodes, kwargs=_parse_env_args(env_arg or []), seed=seed)
         result = Runner(make_policy(agent), runner).run(
             specs, out, resume=resume, progress=f"{env_id} · {agent}"
@@ -125,6 +131,7 @@ def run(
     console.print(table)
     if out is not None:
         console.print(f"trajectories: {out}", soft_wrap=True)
+    _exit_on_failures({agent: result.trajectories})
 
 
 @app.command()
@@ -179,6 +186,7 @@ def bench(
     scores, reasons = _bench_tables(result, k)
     console.print(scores, *([reasons] if reasons.row_count else []))  # no table when all were solved
     console.print(f"report: {index}", soft_wrap=True)
+    _exit_on_failures({r.agent: r.trajectories for r in result.agents})
 
 
 @app.command("tiny-model")
@@ -343,6 +351,41 @@ def _bench_tables(result: Any, k: int) -> tuple[Table, Table]:
             if outcome != "solved":
                 reasons.add_row(r.agent, outcome, str(count))
     return scores, reasons
+
+
+def _check_out(out: Path | None, *, resume: bool, force: bool) -> None:
+    """Refuse an --out that would lose data or cannot be written, before anything runs."""
+    if out is None:
+        if resume:
+            raise ConfigError("--resume needs --out FILE.jsonl (the file to resume)")
+        return
+    if out.is_dir():
+        raise ConfigError(f"--out {out} is a directory; give a file, e.g. {out / 'run.jsonl'}")
+    if out.exists() and not (resume or force):
+        raise ConfigError(f"--out {out} exists: --resume to continue it, --force to overwrite it")
+
+
+def _exit_on_failures(trajectories: dict[str, list[Any]]) -> None:
+    """List infrastructure failures by reason with the first message of each, then exit 1."""
+    table = Table(
+        title="failed episodes (infrastructure, not results)", title_justify="left", box=box.SIMPLE_HEAD
+    )
+    for column in ("agent", "reason", "episodes", "first message"):
+        table.add_column(column, justify="right" if column == "episodes" else "left", overflow="fold")
+    for agent, group in trajectories.items():
+        by_reason: dict[str, list[str]] = {}
+        for t in group:
+            if t.status == "failed":
+                failure = t.failure or "failed"
+                by_reason.setdefault(failure.split(":", 1)[0], []).append(failure.splitlines()[0])
+        for reason, messages in sorted(by_reason.items(), key=lambda item: -len(item[1])):
+            table.add_row(agent, reason, str(len(messages)), messages[0][:200])
+    if table.row_count:
+        console.print(table)
+        console.print(
+            "[red]some episodes failed for infrastructure reasons[/red]: fix the cause, then --resume"
+        )
+        raise typer.Exit(1)
 
 
 def _count_tasks(env_id: str) -> str:
