@@ -1,5 +1,5 @@
-"""Fixtures shared by the test packages: a throwaway PostgreSQL server, and the host's view of
-sandbox jobs (and that none outlives its run)."""
+"""Fixtures shared by the test packages: a throwaway PostgreSQL server, the host's view of sandbox
+jobs (and that none outlives its run), a tiny chat model and a served env."""
 
 from __future__ import annotations
 
@@ -110,3 +110,20 @@ def tooluse_server():
     yield url, "s3cret"
     process.terminate()
     process.wait(10)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    """A `gfcr tiny-model` directory (random weights, a tokenizer trained here, a tool-aware template)."""
+    pytest.importorskip("transformers", reason="the hf extra is not installed: pip install -e '.[hf]'")
+    from gfcr.apps.tiny_model import write_tiny_model
+
+    return write_tiny_model(tmp_path_factory.mktemp("tiny-model"), vocab_size=512, corpus_tasks=100)
+
+
+@pytest.fixture(scope="session")
+def hf_policy(tiny_model):
+    """The tiny model as an `hf:` policy."""
+    from gfcr.agents.policies.hf import HFPolicy
+
+    return HFPolicy(tiny_model)

@@ -1,10 +1,15 @@
 """`gfcr serve MODEL`: an OpenAI-compatible server over the `hf:` backend (FastAPI + uvicorn).
 
-Endpoints: `GET /v1/models`, `POST /v1/chat/completions` (tools, `n`, `stop`, `seed`,
-`logprobs`; no streaming), `GET /health`. Concurrent requests are gathered into batches by the
-same `Batcher` the runner uses. With `tools` in the request, `<tool_call>` blocks the model
-writes come back as native `tool_calls` (finish reason "tool_calls"), the rest as `content`.
-Errors use OpenAI's shape, `{"error": {"message", "type", "code"}}`, with status 400 or 404.
+Endpoints: `GET /v1/models`, `POST /v1/chat/completions` (tools, `tool_choice` "auto" or
+"none", `n`, `stop`, `seed`, `logprobs`; no streaming), `GET /health`. Concurrent requests are
+gathered into batches by the same `Batcher` the runner uses. With `tools` in the request,
+`<tool_call>` blocks the model writes come back as native `tool_calls` (finish reason
+"tool_calls"), the rest as `content`. What it cannot honour it refuses rather than ignores:
+`top_logprobs`, a forced `tool_choice`, a `response_format` other than text.
+
+One request cannot take the server down: bodies are capped (`max_request_bytes`, 413), a prompt
+plus `max_tokens` must fit the model's context (400), and at most `max_pending` completions wait
+at once (429 beyond). Errors use OpenAI's shape, `{"error": {"message", "type", "code"}}`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from gfcr.agents.runner.batcher import Batcher
+from gfcr.apps.guard import Guard
 from gfcr.core import Message, ToolCall, parse_action
 from gfcr.core.policy import Completion, Request, SamplingParams
 from gfcr.errors import GfcrError
@@ -46,13 +52,38 @@ class ChatRequest(BaseModel):
     stop: str | list[str] | None = None
     seed: int | None = None
     logprobs: bool = False
+    top_logprobs: int | None = Field(None, ge=0)
+    tool_choice: str | dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
     stream: bool = False
 
+    def unsupported(self) -> str | None:
+        """Why gfcr cannot honour this request as asked (None if it can)."""
+        if self.stream:
+            return "stream=true is not supported; send stream=false"
+        if self.top_logprobs:
+            return "top_logprobs is not supported (the sampled token's logprob is: logprobs=true)"
+        if self.tool_choice not in (None, "auto", "none"):
+            return (
+                f"tool_choice={self.tool_choice!r} is not supported: the model cannot be forced; use 'auto'"
+            )
+        if self.response_format and self.response_format.get("type", "text") != "text":
+            return f"response_format {self.response_format.get('type')!r} is not supported; only 'text'"
+        return None
 
-def create_app(policy: HFPolicy, model_name: str, *, max_batch_size: int = 64) -> FastAPI:
+
+def create_app(
+    policy: HFPolicy,
+    model_name: str,
+    *,
+    max_batch_size: int = 64,
+    max_request_bytes: int = 4 << 20,
+    max_pending: int = 1024,
+) -> Guard:
     """The ASGI app serving `policy` (a policy with a chat template, such as `HFPolicy`) as `model_name`."""
     app = FastAPI(title="gfcr serve", version="1")
     batcher: dict[str, Batcher] = {}  # made on the server's event loop at first use
+    pending = [0]  # completions asked for and not yet answered
 
     def error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
         return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
@@ -79,30 +110,40 @@ def create_app(policy: HFPolicy, model_name: str, *, max_batch_size: int = 64) -
             return error(
                 404, f"model {body.model!r} not found; this server serves {model_name!r}", "not_found_error"
             )
-        if body.stream:
-            return error(400, "stream=true is not supported; send stream=false")
+        if (problem := body.unsupported()) is not None:
+            return error(400, problem)
         try:
             messages = tuple(_message(m) for m in body.messages)
             stop = (body.stop,) if isinstance(body.stop, str) else tuple(body.stop or ())
-            sampling = SamplingParams(
-                body.temperature,
-                body.top_p,
-                body.max_completion_tokens or body.max_tokens or 1024,
-                body.n,
-                stop,
-                body.seed,
-            )
-            tools = tuple(body.tools or ())
+            tools = () if body.tool_choice == "none" else tuple(body.tools or ())
             prompt_ids = tuple(policy.encode_prompt(messages, tools))
         except (GfcrError, KeyError, TypeError, ValueError) as e:
             return error(400, f"invalid request: {e}")
+        context = int(getattr(policy, "max_positions", 1 << 30))  # the model's context window
+        room = context - len(prompt_ids)  # what is left of it for the completion
+        max_tokens = body.max_completion_tokens or body.max_tokens or min(1024, room)
+        if max_tokens > room or room < 1:
+            return error(
+                400,
+                f"the prompt ({len(prompt_ids)} tokens) plus max_tokens ({max_tokens}) is over the model's "
+                f"context of {context} tokens; shorten the conversation or lower max_tokens",
+            )
+        sampling = SamplingParams(body.temperature, body.top_p, max_tokens, body.n, stop, body.seed)
+        if pending[0] + body.n > max_pending:
+            return error(
+                429, f"the server is busy ({pending[0]} completions waiting); retry later", "rate_limit"
+            )
         if "batcher" not in batcher:
             batcher["batcher"] = Batcher(
                 policy, max_batch_size=max_batch_size, batch_timeout_s=0.0, timeout_s=600.0
             )
-        completions = await batcher["batcher"].submit(
-            Request(messages, tools, sampling, prompt_ids=prompt_ids)
-        )
+        pending[0] += body.n
+        try:
+            completions = await batcher["batcher"].submit(
+                Request(messages, tools, sampling, prompt_ids=prompt_ids)
+            )
+        finally:
+            pending[0] -= body.n
         choices = [_choice(i, c, policy, bool(tools), body.logprobs) for i, c in enumerate(completions)]
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
@@ -117,7 +158,7 @@ def create_app(policy: HFPolicy, model_name: str, *, max_batch_size: int = 64) -
             },
         }
 
-    return app
+    return Guard(app, token=None, max_request_bytes=max_request_bytes, idle_timeout_s=None)
 
 
 def serve(path: str, *, host: str = "127.0.0.1", port: int = 8000, model_name: str | None = None) -> None:

@@ -29,7 +29,6 @@ import json
 import logging
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -41,6 +40,7 @@ from openenv.core.env_server.mcp_types import CallToolObservation, ListToolsObse
 from openenv.core.env_server.types import Action, ConcurrencyConfig, EnvironmentMetadata, Observation, State
 from pydantic import Field
 
+from gfcr.apps.guard import Guard
 from gfcr.core import Action as GfcrAction
 from gfcr.core import ToolCall
 from gfcr.envs.remote.wire import encode_error, encode_info, jsonable
@@ -49,11 +49,6 @@ from gfcr.registry import env_class, list_envs
 from gfcr.version import __version__
 
 logger = logging.getLogger(__name__)
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 
 class TextAction(Action):
@@ -294,74 +289,6 @@ def _mcp_tool(spec: dict[str, Any]) -> Tool:
         description=function.get("description", ""),
         input_schema=function.get("parameters") or {"type": "object", "properties": {}},
     )
-
-
-class Guard:
-    """ASGI middleware: bearer token, request and message size caps, idle WebSocket expiry.
-
-    `/health` stays open without a token, so a load balancer can probe the server.
-    """
-
-    def __init__(
-        self, app: Any, *, token: str | None, max_request_bytes: int, idle_timeout_s: float | None
-    ) -> None:
-        self.app, self.token = app, token
-        self.max_request_bytes, self.idle_timeout_s = max_request_bytes, idle_timeout_s
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind not in ("http", "websocket"):
-            return await self.app(scope, receive, send)
-        if self.token and scope.get("path") != "/health" and not self._authorized(scope):
-            return await _refuse(
-                kind, send, 401, 1008, "missing or wrong bearer token (Authorization: Bearer …)"
-            )
-        if kind == "http":
-            length = dict(scope.get("headers") or []).get(b"content-length")
-            if length is not None and int(length) > self.max_request_bytes:
-                return await _refuse(kind, send, 413, 1009, self._too_big(int(length)))
-            return await self.app(scope, receive, send)
-        return await self.app(scope, self._websocket_receive(receive, send), send)
-
-    def _authorized(self, scope: Scope) -> bool:
-        header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
-        return header == f"Bearer {self.token}"
-
-    def _too_big(self, size: int) -> str:
-        limit = self.max_request_bytes
-        return f"request of {size} bytes is over the server's limit of {limit} (--max-request-bytes)"
-
-    def _websocket_receive(self, receive: Receive, send: Send) -> Receive:
-        """`receive` that ends a session idle past the timeout or sent a message over the cap."""
-        connected = False
-
-        async def guarded() -> Message:
-            nonlocal connected
-            try:
-                async with asyncio.timeout(self.idle_timeout_s if connected else None):  # no task per call
-                    message = await receive()
-            except TimeoutError:
-                await send({"type": "websocket.close", "code": 1000, "reason": "idle session closed"})
-                return {"type": "websocket.disconnect", "code": 1000}
-            connected = True
-            if message["type"] == "websocket.receive":
-                size = len(message.get("text") or "") + len(message.get("bytes") or b"")
-                if size > self.max_request_bytes:
-                    await send({"type": "websocket.close", "code": 1009, "reason": self._too_big(size)[:120]})
-                    return {"type": "websocket.disconnect", "code": 1009}
-            return message
-
-        return guarded
-
-
-async def _refuse(kind: str, send: Send, status: int, ws_code: int, detail: str) -> None:
-    if kind == "websocket":  # closing before accept: the client sees the handshake refused
-        await send({"type": "websocket.close", "code": ws_code, "reason": detail[:120]})
-        return
-    body = json.dumps({"detail": detail}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
 
 
 def create_app(

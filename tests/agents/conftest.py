@@ -1,24 +1,8 @@
-"""Fixtures of the agents' tests: a tiny chat model written once per session."""
+"""Fixtures of the agents' tests: the vLLM policy where a GPU is (the tiny model is in tests/conftest.py)."""
 
 from __future__ import annotations
 
 import pytest
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory):
-    """A `gfcr tiny-model` directory (random weights, a tokenizer trained here, a tool-aware template)."""
-    pytest.importorskip("transformers", reason="the hf extra is not installed: pip install -e '.[hf]'")
-    from gfcr.apps.tiny_model import write_tiny_model
-
-    return write_tiny_model(tmp_path_factory.mktemp("tiny-model"), vocab_size=512, corpus_tasks=100)
-
-
-@pytest.fixture(scope="session")
-def hf_policy(tiny_model):
-    from gfcr.agents.policies.hf import HFPolicy
-
-    return HFPolicy(tiny_model)
 
 
 def _gpu_reason() -> str | None:
