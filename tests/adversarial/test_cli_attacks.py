@@ -22,7 +22,11 @@ def test_a_dead_policy_server_exits_1_with_failures_by_reason_and_resume_runs_th
     out = tmp_path / "run.jsonl"
     dead = gfcr(*MATH, "--agent", "openai:m@http://127.0.0.1:9/v1", "--out", str(out), "--retries", "0")
     assert dead.exit_code == 1, dead.output
-    assert "policy unavailable" in dead.output and "Connection error" in dead.output and "--resume" in dead.output
+    assert (
+        "policy unavailable" in dead.output
+        and "Connection error" in dead.output
+        and "--resume" in dead.output
+    )
     assert [t.status for t in read_jsonl(out)] == ["failed"] * 3
     fixed = gfcr(*MATH, "--agent", "scripted:oracle", "--out", str(out), "--resume")
     assert fixed.exit_code == 0, fixed.output
@@ -45,7 +49,11 @@ def test_out_is_never_overwritten_by_accident(tmp_path):
     out = tmp_path / "run.jsonl"
     assert gfcr(*MATH, "--agent", "scripted:oracle", "--out", str(out)).exit_code == 0
     again = gfcr(*MATH, "--agent", "scripted:random", "--out", str(out))
-    assert again.exit_code == 2 and "exists: --resume to continue it," in again.output and "--force" in again.output
+    assert (
+        again.exit_code == 2
+        and "exists: --resume to continue it," in again.output
+        and "--force" in again.output
+    )
     assert all(t.total_reward == 1.0 for t in read_jsonl(out))  # the oracle's run is intact
     assert gfcr(*MATH, "--agent", "scripted:random", "--out", str(out), "--force").exit_code == 0
     folder = gfcr(*MATH, "--agent", "scripted:oracle", "--out", str(tmp_path))
