@@ -13,6 +13,7 @@ malformed tool call, a step after the end) — such steps set `format_ok` to Fal
 
 from __future__ import annotations
 
+import json
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -195,8 +196,8 @@ class TextEnv(gym.Env[str, str]):
             text = action
         else:
             return None, Outcome(f"Invalid action: expected text (str), got {type(action).__name__}.")
-        if len(text) > self.max_action_chars:
-            message = f"Invalid action: {len(text)} characters is over the limit of {self.max_action_chars}."
+        if (size := action_chars(action)) > self.max_action_chars:
+            message = f"Invalid action: {size} characters is over the limit of {self.max_action_chars}."
             return None, Outcome(message + " The episode is truncated.", truncated=True)
         if isinstance(action, Action):
             return action, None
@@ -209,3 +210,17 @@ class TextEnv(gym.Env[str, str]):
             return text
         marker = f"\n…[truncated {len(text) - limit} characters]"
         return text[: limit - len(marker)] + marker
+
+
+def action_chars(action: str | Action) -> int:
+    """An action's size in characters, however it is encoded: native tool calls count as their
+    names and JSON arguments would as text, so a limit cannot be bypassed through them.
+
+    >>> from gfcr.core import ToolCall
+    >>> action_chars("hi"), action_chars(Action("hi", (ToolCall("f", {"x": "abc"}),)))
+    (2, 15)
+    """
+    if isinstance(action, str):
+        return len(action)
+    calls = sum(len(c.name) + len(json.dumps(c.arguments, ensure_ascii=False)) for c in action.tool_calls)
+    return len(action.text) + calls

@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 from gfcr.core import Action, Message, Task, ToolCall, ToolSpec
 from gfcr.envs.base import Outcome, TextEnv
-from gfcr.envs.browser.actions import format_call, parse_calls
+from gfcr.envs.browser.actions import MAX_CALLS, format_call, parse_calls
 from gfcr.envs.browser.base import Site, SiteJudgement
 from gfcr.envs.browser.data import browser_source
 from gfcr.envs.browser.host import BrowserHost, browser_host
@@ -44,7 +44,7 @@ from gfcr.envs.browser.marks import draw_marks
 from gfcr.envs.browser.server import loopback_server
 from gfcr.envs.browser.sites import make_sites
 from gfcr.envs.browser.snapshot import PageView, render_page
-from gfcr.envs.browser.tab import Tab, fresh_tab
+from gfcr.envs.browser.tab import MAX_WAIT_MS, Tab, fresh_tab
 from gfcr.envs.browser.verifier import episode_result
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import BrowserError, ToolError
@@ -194,11 +194,13 @@ class BrowserEnv(TextEnv):
         return "Answer given."
 
     def noop(self, ms: int = 0) -> str:
-        """Do nothing; optionally wait `ms` milliseconds (at most 10000) for the page to change.
+        """Do nothing; optionally wait `ms` milliseconds (at most 10000 per step) for the page to change.
 
         Args:
             ms: How long to wait, in milliseconds.
         """
+        ms = max(0, min(int(ms), self._episode.wait_left_ms))  # one step waits 10 s at most, in all
+        self._episode.wait_left_ms -= ms
         self._browse(self._tab.wait(ms))
         return f"Waited {ms} ms." if ms else "Did nothing."
 
@@ -219,8 +221,9 @@ class BrowserEnv(TextEnv):
         episode = self._episode
         if episode.tab is None:
             return Outcome("The browser failed; call reset() to start a new episode.", truncated=True)
-        if action.tool_calls:
-            calls, problems = list(action.tool_calls), list[str]()
+        episode.wait_left_ms = MAX_WAIT_MS
+        if action.tool_calls:  # as many as text may hold (parse_calls stops there too)
+            calls, problems = list(action.tool_calls[:MAX_CALLS]), list[str]()
         else:
             calls, problems = parse_calls(action.text, self._signatures)
         try:
@@ -422,6 +425,7 @@ class _Episode:
         self.goal = ""
         self.answer: str | None = None
         self.error: BrowserError | None = None
+        self.wait_left_ms = MAX_WAIT_MS  # what noop may still wait in this step
 
     def start(self, host: BrowserHost, site: Site) -> None:
         """Forget the previous episode (closing its tab) and begin one on `site`."""
