@@ -1,6 +1,6 @@
 """The SQL family: `gfcr/SQL-v0` on real databases (SQLite, DuckDB, PostgreSQL) through SQLAlchemy.
 
-- `results_match(pred_rows, gold_rows, *, order_matters=False, float_tol=1e-6)`: compare results
+- `results_match(pred_rows, gold_rows, *, order_matters=False, float_tol=1e-9)`: compare results
   as multisets (or in order), columns matched by content, values normalised across drivers.
 - `execution_match(engine_or_url, pred_sql, gold_sql)`: run both and compare, order taken from
   the gold query's outermost ORDER BY; agent SQL only ever reads (see `guard` and `drivers`).

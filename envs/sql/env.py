@@ -7,7 +7,7 @@ table — and answers with `submit_sql(query)`, which ends the episode. Single-t
 
 Reward 1.0 when the submitted query's result matches the gold query's (`results_match`: rows
 as a multiset, in order when the gold has an outermost ORDER BY, columns in any order, floats
-within `float_tol`), else 0.0 — a failing, refused or missing query, or the turn limit.
+within `float_tol`, 1e-9 relative), else 0.0 — a failing, refused or missing query, or the turn limit.
 Signals: `format_ok` (the action could be used: a tool call, or an SQL block in single-turn
 mode), `executed` (its query ran), `match`, `turns` (turns taken so far). The grading is
 `SQLVerifier`'s, which also re-judges saved trajectories offline.
@@ -25,6 +25,7 @@ from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.sql.data.catalog import EngineSpec, questions_for, schema_prompt
 from gfcr.envs.sql.data.questions import SQLQuestion
 from gfcr.envs.sql.engines.database import DEFAULT_TIMEOUT_S, Database
+from gfcr.envs.sql.matching import FLOAT_TOL
 from gfcr.envs.sql.prompt import ENGINE_NAMES, render_result
 from gfcr.envs.sql.verifier import SQLVerifier, extract_sql
 from gfcr.envs.tasks import TaskSource
@@ -69,7 +70,7 @@ class SQLEnv(TextEnv):
         max_turns: int | None = None,
         max_rows: int = 20,
         timeout_s: float = DEFAULT_TIMEOUT_S,
-        float_tol: float = 1e-6,
+        float_tol: float = FLOAT_TOL,
         sample_rows: int = 3,
         cache_dir: str | Path | None = None,
         db_dir: str | Path | None = None,

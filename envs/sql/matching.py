@@ -1,10 +1,10 @@
-"""Comparing query results: multisets of rows, columns matched by content, floats within a tolerance.
+"""Comparing query results: multisets of rows, columns matched by content, floats within float noise.
 
 Peers compare `frozenset`s of rows (SkyRL-gym) or sets (BIRD): that loses duplicates and order and
 fails on 0.30000000000000004. Here two results match when some order of the predicted columns
 makes the two row multisets equal — value by value after normalisation, floats within
-`float_tol` — and, when the gold query's outermost SELECT has an ORDER BY, the rows also come in
-the same order.
+`float_tol` (relative: float noise, not rounding) and an integer never equal to a fraction — and,
+when the gold query's outermost SELECT has an ORDER BY, the rows also come in the same order.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from gfcr.envs.sql.engines.normalize import Row, normalize_rows
 
 MAX_COLUMN_PERMUTATIONS = 720  # 6! : more ambiguous column orders than this are not all tried
 MAX_GREEDY_ROWS = 5_000  # row multisets compared pairwise (tolerant floats) up to this size
+# Relative tolerance for floats: the noise of summing in another order (~1e-16 per operation),
+# not a rounding: `SUM(x) - 0.002` or an integer division (393599 for 393599.21) must not match.
+FLOAT_TOL = 1e-9
 
 
 def results_match(
@@ -30,13 +33,13 @@ def results_match(
     gold_rows: Sequence[Sequence[Any]],
     *,
     order_matters: bool = False,
-    float_tol: float = 1e-6,
+    float_tol: float = FLOAT_TOL,
 ) -> bool:
     """Whether two query results hold the same rows (as multisets, or in order).
 
     Columns may come in any order (they are matched by content); values are normalised
     (`normalize_value`: Decimal/float/int, dates and times as ISO text, bytes, NULL) and floats
-    compared with relative and absolute tolerance `float_tol`.
+    compared with relative tolerance `float_tol`; an integer never equals a fraction.
 
     >>> results_match([(1, "a"), (1, "a"), (2, "b")], [("b", 2.0), ("a", 1), ("a", 1)])
     True
@@ -44,6 +47,8 @@ def results_match(
     False
     >>> results_match([(0.1 + 0.2,)], [(0.3,)]), results_match([(2,), (1,)], [(1,), (2,)], order_matters=True)
     (True, False)
+    >>> results_match([(393599,)], [(393599.21,)]), results_match([(2328.598,)], [(2328.6,)])
+    (False, False)
     """
     return match_normalized(
         normalize_rows(pred_rows), normalize_rows(gold_rows), order_matters=order_matters, float_tol=float_tol
@@ -130,12 +135,12 @@ def _values_equal_seq(left: Sequence[Any], right: Sequence[Any], tol: float) -> 
 def _values_equal(a: Any, b: Any, tol: float) -> bool:
     if a == b:
         return True
-    if (
-        isinstance(a, float | int)
-        and isinstance(b, float | int)
-        and (isinstance(a, float) or isinstance(b, float))
-    ):
-        return math.isclose(a, b, rel_tol=tol, abs_tol=tol)
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=tol)
+    # Normalised, a whole number is an int (below 2**53), so an int and a float with a fraction
+    # differ by what an integer division or a cast dropped, however small relative to them.
+    if isinstance(a, float) and isinstance(b, int) or isinstance(a, int) and isinstance(b, float):
+        return float(a).is_integer() and float(b).is_integer() and math.isclose(a, b, rel_tol=tol)
     return False
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from gfcr.core import Task, Trajectory, Verdict, parse_action
 from gfcr.envs.sql.data.catalog import EngineSpec, open_database
 from gfcr.envs.sql.engines.database import DEFAULT_TIMEOUT_S, Database
+from gfcr.envs.sql.matching import FLOAT_TOL
 from gfcr.errors import ConfigError
 
 _SQL_BLOCK = re.compile(r"```(?:sql|SQL|postgresql|sqlite|duckdb)?[ \t]*\n?(.*?)```", re.DOTALL)
@@ -100,7 +101,7 @@ class SQLVerifier:
     engine: str | None = None
     cache_dir: str | Path | None = None
     databases: Mapping[str, Path] = field(default_factory=dict)
-    float_tol: float = 1e-6
+    float_tol: float = FLOAT_TOL
     timeout_s: float = DEFAULT_TIMEOUT_S
     _spec: EngineSpec | None = field(init=False, repr=False, default=None)
 

@@ -51,6 +51,9 @@ REFUSED = [
     "BEGIN",
     "REPLACE INTO Artist VALUES (1, 'x')",
     "SELECT pg_advisory_lock(1)",
+    "SELECT path FROM duckdb_databases()",
+    "SELECT value FROM duckdb_settings() WHERE name = 'temp_directory'",
+    "SELECT current_setting('temp_directory')",
 ]
 
 
@@ -72,6 +75,12 @@ def test_writes_settings_files_and_other_databases_are_refused(sql, dialect):
 def test_unreadable_queries_say_so(sql):
     with pytest.raises(QueryError):
         check_query(sql, "sqlite")
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_lone_surrogate_is_named_not_sent_to_the_driver(dialect):
+    with pytest.raises(QueryError, match=r"U\+D800 at character 8 is a lone surrogate"):
+        check_query("SELECT '\ud800'", dialect)
 
 
 def test_errors_name_what_was_refused():

@@ -46,14 +46,22 @@ def test_floats_within_tolerance_and_numeric_types_agree():
     assert results_match([(Decimal("5.65"),)], [(5.650000000000001,)])
     assert results_match([(3,)], [(Decimal("3.00"),)]) and results_match([(3.0,)], [(3,)])
     assert not results_match([(5.66,)], [(5.65,)])
-    assert not results_match([(1.0 + 1e-4,)], [(1.0,)], float_tol=1e-6)
-    assert results_match([(1.0 + 1e-4,)], [(1.0,)], float_tol=1e-3)
+    assert not results_match([(2.5 + 1e-4,)], [(2.5,)], float_tol=1e-6)
+    assert results_match([(2.5 + 1e-4,)], [(2.5,)], float_tol=1e-3)
     assert results_match([(float("nan"),)], [(float("nan"),)])
 
 
+def test_answers_off_by_more_than_float_noise_are_wrong():
+    assert not results_match([(393599,)], [(393599.21,)])  # SUM(x) / COUNT(*) with integer division
+    assert not results_match([(2328.6 - 0.002,)], [(2328.6,)])  # SUM(Total) - 0.002
+    assert not results_match([(10**12,)], [(10**12 + 0.5,)])  # a fraction, however small relatively
+    assert not results_match([(10**12,)], [(10**12 + 1,)])  # integers compare exactly
+    assert results_match([(sum([0.1] * 10) * 1234.5,)], [(1234.5,)])  # the noise of another order
+
+
 def test_tolerance_holds_when_float_noise_reorders_rows():
-    gold = [(1.0000000001, "b"), (1.0, "a")]
-    pred = [(1.0, "b"), (1.0000000001, "a")]
+    gold = [(1.5000000000000002, "b"), (1.5, "a")]
+    pred = [(1.5, "b"), (1.5000000000000002, "a")]
     assert results_match(pred, gold)
 
 

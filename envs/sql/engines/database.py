@@ -18,7 +18,7 @@ from gfcr.envs.sql.data.schema import DIALECTS, Dialect
 from gfcr.envs.sql.engines.drivers import RawResult, reader_engine, run_query
 from gfcr.envs.sql.engines.guard import check_query
 from gfcr.envs.sql.engines.normalize import Row, normalize_rows
-from gfcr.envs.sql.matching import match_normalized, order_matters
+from gfcr.envs.sql.matching import FLOAT_TOL, match_normalized, order_matters
 from gfcr.errors import ConfigError, DataError, QueryError
 
 DEFAULT_TIMEOUT_S = 5.0
@@ -105,7 +105,12 @@ class Database:
         return gold
 
     def check(
-        self, pred_sql: str, gold_sql: str, *, float_tol: float = 1e-6, timeout_s: float = DEFAULT_TIMEOUT_S
+        self,
+        pred_sql: str,
+        gold_sql: str,
+        *,
+        float_tol: float = FLOAT_TOL,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> MatchReport:
         """Run `pred_sql` and compare its result with the gold query's (see `results_match`)."""
         gold = self.gold(gold_sql)
@@ -150,7 +155,7 @@ def execution_match(
     pred_sql: str,
     gold_sql: str,
     *,
-    float_tol: float = 1e-6,
+    float_tol: float = FLOAT_TOL,
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> bool:
     """Whether `pred_sql` gives the same result as `gold_sql` on the database at `engine_or_url`.

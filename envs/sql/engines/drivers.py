@@ -4,8 +4,10 @@ Whatever SQL reaches these functions (the static check of `guard` may be bypasse
 engine itself refuses to change anything or to reach outside the database:
 
 - SQLite: opened read-only (`mode=ro`), `PRAGMA query_only`, no attached databases
-  (`SQLITE_LIMIT_ATTACHED` 0), and an authorizer that allows only reading and harmless functions;
-  a progress handler aborts a query at its deadline.
+  (`SQLITE_LIMIT_ATTACHED` 0), strings and blobs of at most `SQLITE_MAX_VALUE_BYTES`
+  (`SQLITE_LIMIT_LENGTH`), and an authorizer that allows only reading and harmless functions;
+  a watchdog calls `interrupt()` at the deadline, and `printf`/`format` refuse a `%c` repeat
+  longer than the length limit (see `_bounded_printf`).
 - DuckDB: opened `read_only` with `enable_external_access = false` (no files, no extensions, no
   ATTACH) and `lock_configuration = true` (settings cannot be changed back); a watchdog calls
   `interrupt()` at the deadline.
@@ -16,8 +18,9 @@ engine itself refuses to change anything or to reach outside the database:
 
 from __future__ import annotations
 
+import re
 import sqlite3
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import count
 from typing import Any
@@ -46,7 +49,8 @@ _SQLITE_SCHEMA_PRAGMAS = {
     "index_info",
     "foreign_key_list",
 }
-_PROGRESS_STEPS = 10_000  # SQLite VM instructions between deadline checks
+# One printf conversion: flags, width, precision (digits or `*`, which takes an argument), type.
+_PRINTF_SPEC = re.compile(r"%[-+ #!0,]*(\*|\d*)(?:\.(\*|\d*))?l{0,2}(.?)", re.DOTALL)
 _CANCEL_GRACE_S = 1.0  # PostgreSQL's own statement_timeout fires first; the watchdog is a backstop
 _cursor_names = count()
 
@@ -102,6 +106,48 @@ def _prepare_sqlite(connection: sqlite3.Connection, _record: Any) -> None:
     connection.execute("PRAGMA query_only = ON")
     connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
     connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_VALUE_BYTES)
+    printf = _bounded_printf()
+    for name in ("printf", "format"):  # an application function overrides the built-in one
+        connection.create_function(name, -1, printf, deterministic=True)
+
+
+def _bounded_printf() -> Callable[..., str | None]:
+    """SQLite's own `printf`, but NULL at once when its `%c` repeats exceed the length limit.
+
+    Older SQLite builds (3.40, Debian 12's, among them) write a `%.Nc` repeat one character at a
+    time and keep looping after the result is over `SQLITE_LIMIT_LENGTH` (then return NULL):
+    `printf('%.*c', 2147483647, 'x')` runs for about 15 s inside one VM instruction, where
+    `interrupt()` cannot reach it.
+    The repeat counts are read from the format (a `*` precision may take any argument's value:
+    an over-estimate only gives NULL early); anything smaller is formatted by SQLite itself, on
+    a private in-memory connection.
+    """
+    formatter = sqlite3.connect(":memory:", check_same_thread=False)
+    formatter.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_VALUE_BYTES)
+
+    def printf(template: Any = None, *args: Any) -> str | None:
+        text = template.decode(errors="replace") if isinstance(template, bytes) else str(template)
+        largest_argument = max((_c_int(arg) for arg in args), default=0)
+        repeats = sum(
+            largest_argument if precision == "*" else int(precision or 0) & 0x7FFF_FFFF
+            for _width, precision, kind in _PRINTF_SPEC.findall(text)
+            if kind == "c"
+        )
+        if repeats > SQLITE_MAX_VALUE_BYTES:
+            return None
+        placeholders = ", ".join("?" * (1 + len(args)))
+        return formatter.execute(f"SELECT printf({placeholders})", (template, *args)).fetchone()[0]
+
+    return printf
+
+
+def _c_int(value: Any) -> int:
+    """The size of `value` as SQLite's printf reads a `*` argument (a C int, sign dropped)."""
+    if isinstance(value, str | bytes):
+        digits = re.match(rb"\s*[-+]?\d+", value.encode() if isinstance(value, str) else value)
+        value = int(digits[0]) if digits else 0
+    number = int(value) if isinstance(value, int | float) and abs(value) < 2**63 else 0
+    return abs((number + 2**31) % 2**32 - 2**31)  # int64 -> int32 as in C, then |precision|
 
 
 def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
@@ -113,23 +159,21 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None,
 
 
 def _run_sqlite(connection: sqlite3.Connection, sql: str, max_rows: int, timeout_s: float) -> RawResult:
-    deadline = time.monotonic() + timeout_s
-    expired = False
+    fired: list[bool] = []
 
-    def progress() -> int:
-        nonlocal expired
-        expired = time.monotonic() > deadline
-        return int(expired)
+    def interrupt() -> None:  # checked by SQLite at every loop step, even inside one long scan
+        fired.append(True)
+        connection.interrupt()
 
     connection.set_authorizer(_authorize)
-    connection.set_progress_handler(progress, _PROGRESS_STEPS)
     cursor = connection.cursor()
     try:
-        cursor.execute(sql)
-        rows = cursor.fetchmany(max_rows + 1)
-        columns = tuple(d[0] for d in cursor.description or ())
+        with WATCHDOG.deadline(timeout_s, interrupt):
+            cursor.execute(sql)
+            rows = cursor.fetchmany(max_rows + 1)
+            columns = tuple(d[0] for d in cursor.description or ())
     except (sqlite3.Error, OverflowError) as e:
-        if expired:
+        if fired:
             raise _timeout(timeout_s) from e
         if any(
             word in str(e) for word in ("not authorized", "authorization denied", "readonly", "one statement")
@@ -139,7 +183,6 @@ def _run_sqlite(connection: sqlite3.Connection, sql: str, max_rows: int, timeout
     finally:
         cursor.close()
         connection.set_authorizer(None)
-        connection.set_progress_handler(None, 0)
         if connection.in_transaction:
             connection.rollback()
     return RawResult(columns, rows[:max_rows], len(rows) > max_rows)

@@ -27,8 +27,9 @@ _FORBIDDEN_KEYWORDS = {
     TokenType.USE, TokenType.LOCK, TokenType.COMMIT, TokenType.ROLLBACK, TokenType.BEGIN, TokenType.INTO,
     TokenType.ANALYZE,
 }  # fmt: skip
-# Functions that read or write files, change settings, run SQL given as a string, or reach other
-# databases, on any of the three engines (a name is refused on all of them: none is needed here).
+# Functions that read or write files, change settings, run SQL given as a string, reach other
+# databases or show where the database lives on the host, on any of the three engines (a name is
+# refused on all of them: none is needed here).
 FORBIDDEN_FUNCTIONS = frozenset(
     {
         # SQLite
@@ -46,6 +47,8 @@ FORBIDDEN_FUNCTIONS = frozenset(
         "read_csv", "read_csv_auto", "read_parquet", "parquet_scan", "parquet_metadata", "parquet_schema",
         "read_json", "read_json_auto", "read_json_objects", "read_ndjson", "read_ndjson_auto", "read_text",
         "read_blob", "glob", "sniff_csv", "query", "query_table", "getenv", "duckdb_secrets", "from_csv_auto",
+        # ... and that show host paths (the database file, its temp and secret directories)
+        "duckdb_databases", "duckdb_settings", "current_setting", "duckdb_extensions", "which_secret",
     }
 )  # fmt: skip
 _FORBIDDEN_PREFIXES = ("dblink", "pg_advisory", "pg_try_advisory", "lo_")
@@ -54,7 +57,8 @@ _FORBIDDEN_PREFIXES = ("dblink", "pg_advisory", "pg_try_advisory", "lo_")
 def check_query(sql: str, dialect: Dialect) -> str:
     """Return `sql` without trailing semicolons if it is one read-only query; else raise.
 
-    Raises `UnsafeQueryError` naming what was refused, or `QueryError` if `sql` cannot be read.
+    Raises `UnsafeQueryError` naming what was refused, or `QueryError` if `sql` cannot be read
+    (unbalanced quotes, or text that is not valid Unicode, such as a lone surrogate).
 
     >>> check_query("SELECT Name FROM Artist WHERE Name LIKE '%; DROP TABLE x';", "sqlite")
     "SELECT Name FROM Artist WHERE Name LIKE '%; DROP TABLE x'"
@@ -65,6 +69,13 @@ def check_query(sql: str, dialect: Dialect) -> str:
     """
     if not isinstance(sql, str) or not sql.strip():
         raise QueryError("empty query: write one SELECT statement")
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise QueryError(
+            f"the query is not valid Unicode: U+{ord(sql[e.start]):04X} at character {e.start} is a lone "
+            "surrogate (half of a UTF-16 pair); remove it or write the whole character"
+        ) from e
     try:
         tokens = tokenize(sql, read=SQLGLOT_DIALECTS[dialect])
     except TokenError as e:
