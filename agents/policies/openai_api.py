@@ -3,8 +3,10 @@
 vLLM's and SGLang's servers, `gfcr serve`, hosted APIs. Tool calls come back natively parsed;
 requests run concurrently up to `concurrency` (the server batches them); the client retries
 connection errors, timeouts, 429s and 5xx with exponential backoff (`max_retries`); logprobs are
-requested and kept where the server gives them. The API key is read from `OPENAI_API_KEY`
-("EMPTY" if unset, which local servers accept).
+requested and kept where the server gives them, and so are token ids (`return_token_ids`, as
+`gfcr serve` and vLLM answer it; a server that refuses the field is asked without it from then on),
+so the runner keeps a served model's trajectories as trainable as `hf:`'s. The API key is read
+from `OPENAI_API_KEY` ("EMPTY" if unset, which local servers accept).
 
 The client lives on an event loop of the policy's own (a daemon thread), so `generate` works
 from plain code and `agenerate` from any other loop, such as the runner's.
@@ -38,6 +40,7 @@ class OpenAIPolicy:
         max_retries: int = 3,
         timeout_s: float = 600.0,
         logprobs: bool = True,
+        token_ids: bool = True,
     ) -> None:
         if concurrency < 1 or max_retries < 0 or timeout_s <= 0:
             raise ConfigError(
@@ -54,6 +57,7 @@ class OpenAIPolicy:
         self.version = model
         self.model = model
         self.logprobs = logprobs
+        self.token_ids = token_ids
         self.max_concurrent_batches = concurrency
         self._loop = asyncio.new_event_loop()
         threading.Thread(target=self._loop.run_forever, name="gfcr-openai", daemon=True).start()
@@ -99,7 +103,7 @@ class OpenAIPolicy:
         arguments.update({key: value for key, value in optional.items() if value not in (None, [])})
         async with self._slots:
             try:
-                response = await self._client.chat.completions.create(**arguments)
+                response = await self._create(arguments)
             except Exception as e:
                 kind = type(e).__name__
                 raise PolicyError(f"{self.name}: {kind}: {e}", retryable=kind in _RETRYABLE) from e
@@ -107,10 +111,27 @@ class OpenAIPolicy:
         prompt_tokens, completion_tokens = (
             (usage.prompt_tokens, usage.completion_tokens // max(len(choices), 1)) if usage else (0, 0)
         )
-        return [_completion(choice, prompt_tokens, completion_tokens) for choice in choices]
+        prompt_ids = getattr(response, "prompt_token_ids", None)
+        return [_completion(choice, prompt_tokens, completion_tokens, prompt_ids) for choice in choices]
+
+    async def _create(self, arguments: dict[str, Any]) -> Any:
+        """The chat completion, with token ids asked for while the server accepts the field."""
+        if not self.token_ids:
+            return await self._client.chat.completions.create(**arguments)
+        try:
+            return await self._client.chat.completions.create(
+                **arguments, extra_body={"return_token_ids": True}
+            )
+        except Exception as e:
+            if type(e).__name__ != "BadRequestError" or "return_token_ids" not in str(e):
+                raise
+            self.token_ids = False  # a server that does not know the field: ask without it from now on
+            return await self._client.chat.completions.create(**arguments)
 
 
-def _completion(choice: Any, prompt_tokens: int, completion_tokens: int) -> Completion:
+def _completion(
+    choice: Any, prompt_tokens: int, completion_tokens: int, prompt_ids: list[int] | None = None
+) -> Completion:
     """A Completion from one OpenAI choice; calls with unreadable arguments go back as text."""
     content = choice.message.content or ""
     raw_calls = choice.message.tool_calls or []
@@ -134,10 +155,13 @@ def _completion(choice: Any, prompt_tokens: int, completion_tokens: int) -> Comp
         if choice.logprobs and choice.logprobs.content
         else None
     )
+    completion_ids = getattr(choice, "token_ids", None)
     return Completion(
         content,
         tuple(calls),
         finish_reason="length" if choice.finish_reason == "length" else "stop",
+        prompt_ids=tuple(prompt_ids) if prompt_ids is not None and completion_ids is not None else None,
+        completion_ids=tuple(completion_ids) if completion_ids is not None else None,
         logprobs=logprobs,
         prompt_tokens=prompt_tokens,
         completion_tokens=len(logprobs) if logprobs else completion_tokens,

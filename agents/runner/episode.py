@@ -130,8 +130,11 @@ class Episode:
         return twin
 
     def _record_tokens(self, completion: Completion, observation: Sequence[Message]) -> None:
+        if self._tokens is None:
+            self._record_server_tokens(completion)
+            return
         tokens = self.trajectory.tokens
-        if tokens is None or self._tokens is None:
+        if tokens is None:
             return
         if completion.completion_ids is None:  # a backend that gave no ids: keep none rather than guess
             self.trajectory.tokens = None
@@ -141,6 +144,31 @@ class Episode:
         tokens.loss_mask += [1] * len(ids)
         tokens.logprobs += list(completion.logprobs) if completion.logprobs is not None else [0.0] * len(ids)
         self._observation = (observation, ids)
+
+    def _record_server_tokens(self, completion: Completion) -> None:
+        """Token data from a server that returns ids (`gfcr serve`, vLLM's `return_token_ids`): each
+        turn's prompt must extend the ids so far, and what it adds is the observation (mask 0). A
+        turn without ids, or a prompt the server tokenized differently, drops them: none is better
+        than ids that are not what the model saw."""
+        if completion.prompt_ids is None or completion.completion_ids is None:
+            self.trajectory.tokens = None
+            return
+        prompt = list(completion.prompt_ids)
+        if len(self.trajectory.steps) == 1:  # the first turn (record() appended its step)
+            self.trajectory.tokens = TokenData(prompt_ids=prompt)
+        tokens = self.trajectory.tokens
+        if tokens is None:
+            return
+        so_far = tokens.prompt_ids + tokens.completion_ids
+        if prompt[: len(so_far)] != so_far:
+            self.trajectory.tokens = None
+            return
+        observation = prompt[len(so_far) :]
+        ids = list(completion.completion_ids)
+        tokens.completion_ids += observation + ids
+        tokens.loss_mask += [0] * len(observation) + [1] * len(ids)
+        tokens.logprobs += [0.0] * len(observation)
+        tokens.logprobs += list(completion.logprobs) if completion.logprobs is not None else [0.0] * len(ids)
 
     def _append_observation_tokens(self) -> None:
         """Encode the last observation once another turn follows it (a final one is never encoded)."""

@@ -1,7 +1,8 @@
 """`gfcr serve MODEL`: an OpenAI-compatible server over the `hf:` backend (FastAPI + uvicorn).
 
 Endpoints: `GET /v1/models`, `POST /v1/chat/completions` (tools, `tool_choice` "auto" or
-"none", `n`, `stop`, `seed`, `logprobs`; no streaming), `GET /health`. Concurrent requests are
+"none", `n`, `stop`, `seed`, `logprobs`, vLLM's `return_token_ids`; no streaming),
+`GET /health`. Concurrent requests are
 gathered into batches by the same `Batcher` the runner uses. With `tools` in the request,
 `<tool_call>` blocks the model writes come back as native `tool_calls` (finish reason
 "tool_calls"), the rest as `content`. What it cannot honour it refuses rather than ignores:
@@ -55,6 +56,7 @@ class ChatRequest(BaseModel):
     top_logprobs: int | None = Field(None, ge=0)
     tool_choice: str | dict[str, Any] | None = None
     response_format: dict[str, Any] | None = None
+    return_token_ids: bool = False  # vLLM's extension: the prompt's and each choice's token ids
     stream: bool = False
 
     def unsupported(self) -> str | None:
@@ -145,7 +147,13 @@ def create_app(
         finally:
             pending[0] -= body.n
         choices = [_choice(i, c, policy, bool(tools), body.logprobs) for i, c in enumerate(completions)]
+        ids: dict[str, Any] = {}
+        if body.return_token_ids:
+            ids["prompt_token_ids"] = list(prompt_ids)
+            for choice, completion in zip(choices, completions, strict=True):
+                choice["token_ids"] = list(completion.completion_ids or ())
         return {
+            **ids,
             "id": f"chatcmpl-{uuid.uuid4().hex}",
             "object": "chat.completion",
             "created": int(time.time()),

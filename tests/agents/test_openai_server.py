@@ -10,6 +10,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,47 @@ def test_native_tool_calls_travel_from_the_server_to_the_env_and_back(hf_policy)
     assert (
         results and results[0].content == "echo: ü" and results[0].tool_call_id == calls[0].tool_calls[0].id
     )
+
+
+class SaysNext(ChatTokens):
+    """Answers "next" as the tiny model's token ids (its end-of-turn token included), as a model would;
+    a `TokenPolicy` (`ChatTokens`): prompts and observations encoded with the tiny model's template."""
+
+    version = "1"
+
+    def __init__(self, hf_policy) -> None:
+        self.name, self.chat = "says-next", hf_policy.chat
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        ids = (*self.chat.encode("next"), *sorted(self.chat.end_ids))
+        return [Completion("next", completion_ids=ids, logprobs=(-0.5,) * len(ids)) for _ in requests]
+
+
+@contextmanager
+def in_process_server(policy, name: str):
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(policy, name), port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        wait_until_up(f"http://127.0.0.1:{port}", timeout_s=60)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.mark.timeout(120)
+def test_served_multi_turn_trajectories_keep_the_servers_token_ids(hf_policy):
+    """`return_token_ids`: an episode through `gfcr serve` is as trainable as through `hf:` — the
+    model's ids with their logprobs (mask 1), the observations between turns as the server saw them (mask 0)."""
+    with in_process_server(SaysNext(hf_policy), "next") as url:  # the server renders as hf: would
+        policy = OpenAIPolicy("next", url, max_retries=0)
+        spec = EpisodeSpec(env_config("test/Echo-v0"), "turns-3", seed=0)
+        (served,) = Runner(policy, RunnerConfig(concurrency=1)).run([spec]).trajectories
+        policy.close()
+    (local,) = Runner(SaysNext(hf_policy), RunnerConfig(concurrency=1)).run([spec]).trajectories
+    assert served.status == "ok" and len(served.steps) == 3 and served.tokens is not None
+    assert served.tokens == local.tokens  # the same ids, masks and logprobs as a TokenPolicy gives
