@@ -262,3 +262,32 @@ def test_example_runs(example, tiny_model, tmp_path):
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "step 1" in done.stdout
+
+
+def test_grpo_trainer_through_a_remote_env(tiny_model, tmp_path, tooluse_server, monkeypatch):
+    """The same GRPO step with the env behind `gfcr serve-env` (gfcr/Remote-v0): tasks, episodes and
+    rewards come over the OpenEnv protocol."""
+    url, token = tooluse_server
+    monkeypatch.setenv("GFCR_SERVE_TOKEN", token)
+    from transformers import AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    remote = {"url": url}
+    rollout = gfcr_trl.rollout_func("gfcr/Remote-v0", OracleTokens(tiny_model), **remote)
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, num_generations=2,
+        max_completion_length=64, max_steps=1, beta=0.0, save_strategy="no", report_to="none",
+        use_cpu=True, logging_steps=1, disable_tqdm=True, dataloader_num_workers=0,
+    )  # fmt: skip
+    trainer = GRPOTrainer(
+        model=str(tiny_model),
+        processing_class=AutoTokenizer.from_pretrained(tiny_model),
+        args=args,
+        train_dataset=gfcr_trl.dataset("gfcr/Remote-v0", n=2, **remote),
+        rollout_func=rollout,
+        reward_funcs=gfcr_trl.env_reward,
+    )
+    trainer.train()
+    assert logged(trainer, "reward") == 1.0  # the oracle, judged by the served env's verifier
+    assert {t.env_id for t in rollout.last_result.trajectories} == {"gfcr/Remote-v0"}
+    assert all(t.task_id.startswith("tooluse/") for t in rollout.last_result.trajectories)
