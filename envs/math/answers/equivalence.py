@@ -19,11 +19,13 @@
 4. **closed forms** (``constants``, ``arithmetic``) — ``2\\sqrt{3}``, ``\\frac{\\sqrt{7}}{5}``,
    ``8\\sqrt{5}-16``, ``\\pi/2`` are evaluated: exactly while rational, else as floats with error
    bounds; values that certainly differ are not equivalent, values that agree to 1e-12 relative
-   are (decimals keep the rounding rule of tier 2). With variables (``10^{2^n-n-1}``) only a
-   difference is final, found at a sample point.
+   are (decimals keep the rounding rule of tier 2, with 4 significant digits against ``\\pi`` or
+   ``e``: ``3.14`` is no ``\\pi``). With variables (``10^{2^n-n-1}``) only a difference is final,
+   found at a sample point. ``2\\frac{1}{2}`` is the mixed number 5/2; ``2\\cdot\\frac{1}{2}`` is 1.
 5. **math-verify** (``bounded``) — what the tiers above cannot decide goes to ``math_verify.parse``
    and ``math_verify.verify`` (symbolic equivalence, ~0.2-15 ms per call; imported lazily), item by
-   item inside sets and tuples, under a time bound that holds in any thread.
+   item inside sets and tuples, under a time bound that holds in any thread; a free ``i`` is the
+   imaginary unit there (``e^{i\\pi} = -1``, ``\\sqrt{-1} = i``).
 
 Gold answers may be free text (the CHAMP dataset): ``"C(10, 5), or equivalently 252"`` accepts
 either form, ``"999 (i.e., all ...)"`` the part before the remark, ``"The limit exists and is equal to
