@@ -5,7 +5,8 @@ a handful of `/etc` files, fresh `/proc` and `/dev`, and nothing else of the hos
 `/home`, `/root`, the project, or any process. It has no network and its own PID, IPC and UTS
 namespaces; it keeps only the capabilities the supervisor needs to build each job's namespaces
 and to drop to the job's uid (see supervisor.py). As root, bubblewrap would otherwise keep
-every capability, which is why this list is explicit.
+every capability, which is why this list is explicit. bubblewrap applies the worker's seccomp
+filter, and hands the program's filter to the supervisor as a file (see seccomp.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from gfcr.errors import SandboxUnavailableError
 from gfcr.sandboxes.program import ENV
+from gfcr.sandboxes.seccomp import PROGRAM_FILTER_PATH, filter_fds
 
 INSIDE = "/run/gfcr"
 CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_KILL")
@@ -36,12 +38,17 @@ def default_python() -> str:
 
 
 def worker_command(
-    python: str | None = None, bwrap: str | None = None, modules: Mapping[str, str | Path] | None = None
+    python: str | None = None,
+    bwrap: str | None = None,
+    modules: Mapping[str, str | Path] | None = None,
+    seccomp: tuple[int, int] | None = None,
 ) -> list[str]:
     """The full command that starts one worker (bubblewrap, then the supervisor inside).
 
     `modules` (name -> file) are bound into the sandbox and imported by the supervisor at
-    start, so that every job finds them already imported.
+    start, so that every job finds them already imported. `seccomp` is the fds of
+    `seccomp.filter_fds()` (pass them to the process: `pass_fds`); the supervisor refuses to
+    start without them, so only a command for something else (a benchmark) leaves them out.
 
     >>> command = worker_command("/usr/bin/python3", "/usr/bin/bwrap")
     >>> command[0], "--unshare-net" in command, command[-3:]
@@ -88,6 +95,8 @@ def worker_command(
     command += ["--ro-bind", str(HERE / "relay.py"), f"{INSIDE}/gfcr_relay.py"]
     for name, source in (modules or {}).items():
         command += ["--ro-bind", str(Path(source).resolve()), f"{INSIDE}/modules/{name}.py"]
+    if seccomp is not None:
+        command += ["--seccomp", str(seccomp[0]), "--ro-bind-data", str(seccomp[1]), PROGRAM_FILTER_PATH]
     for key, value in ENV.items():
         command += ["--setenv", key, value]
     supervisor = [python, "-I", f"{INSIDE}/gfcr_supervisor.py", *(modules or {})]
@@ -123,9 +132,10 @@ def check_local_backend() -> None:
             "the local sandbox runs each job as its own unprivileged uid, which needs root; run as root "
             "(as CI does), or use make_sandbox('docker') with a Docker engine"
         )
-    probe = [*worker_command(bwrap=bwrap)[:-3], "/usr/bin/true"]  # the worker's sandbox, running `true`
     try:
-        result = subprocess.run(probe, capture_output=True, timeout=30)
+        with filter_fds() as fds:  # the worker's sandbox, seccomp filter included, running `true`
+            probe = [*worker_command(bwrap=bwrap, seccomp=fds)[:-3], "/usr/bin/true"]
+            result = subprocess.run(probe, capture_output=True, timeout=30, pass_fds=fds)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise SandboxUnavailableError(f"bubblewrap could not run ({e}); check that {bwrap} works") from e
     if result.returncode != 0:

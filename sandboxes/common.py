@@ -78,6 +78,28 @@ def _status(raw: RawOutcome, stderr: str, limits: Limits) -> Status:
     return "memory" if last_line.startswith("MemoryError") else "error"
 
 
+def encode_text(**texts: str) -> list[bytes] | ExecResult:
+    """The texts (code, stdin …) as UTF-8 bytes, or an "error" result if one cannot be encoded.
+
+    Bytes that a `surrogateescape` decode turned into U+DC80–U+DCFF go back as those bytes;
+    any other lone surrogate is not text, and the run fails like a program its interpreter
+    rejects: status "error", exit code 1, the reason on stderr — nothing runs, no worker is used.
+
+    >>> encode_text(code="print(1)", stdin="\\udc80")
+    [b'print(1)', b'\\x80']
+    >>> encode_text(code="'\\ud800'").status
+    'error'
+    """
+    encoded = []
+    for what, text in texts.items():
+        try:
+            encoded.append(text.encode("utf-8", "surrogateescape"))
+        except UnicodeEncodeError as e:
+            message = f"gfcr: the {what} is not valid text, nothing was run: {e}\n"
+            return ExecResult("error", 1, "", message, wall_s=0.0, cpu_s=0.0, max_rss_mb=0.0)
+    return encoded
+
+
 def decode(data: bytes, truncated: bool, limit: int) -> str:
     """Output bytes as text (invalid UTF-8 replaced), marked when cut at the cap.
 

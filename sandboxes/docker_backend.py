@@ -27,7 +27,7 @@ from typing import Any
 from gfcr.errors import ConfigError, SandboxUnavailableError
 from gfcr.sandboxes import program
 from gfcr.sandboxes.base import ExecResult, Files, Limits
-from gfcr.sandboxes.common import RawOutcome, SandboxBase, SessionBase, check_files, make_result
+from gfcr.sandboxes.common import RawOutcome, SandboxBase, SessionBase, check_files, encode_text, make_result
 from gfcr.sandboxes.languages import get_language
 
 logger = logging.getLogger(__name__)
@@ -164,6 +164,8 @@ class DockerSandbox(SandboxBase):
         limits: Limits | None = None,
     ) -> ExecResult:
         limits = limits or self.limits
+        if isinstance(refused := encode_text(code=code, stdin=stdin), ExecResult):
+            return refused  # a lone surrogate: an "error" result, as from the local backend
         spec = get_language(language)
         source = f"/tmp/.gfcr/{spec.filename}"
         payload = {
@@ -303,6 +305,8 @@ class DockerSession(SessionBase):
 
     def run(self, code: str, *, stdin: str = "", limits: Limits | None = None) -> ExecResult:
         limits = limits or self.limits
+        if isinstance(refused := encode_text(code=code, stdin=stdin), ExecResult):
+            return refused  # a lone surrogate: an "error" result, as from the local backend
         if self._stream is None or self._stream.eof or self._stream.stopped_for:
             self._start()
         stream = self._stream

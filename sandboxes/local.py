@@ -37,9 +37,18 @@ from gfcr.sandboxes import program
 from gfcr.sandboxes.base import ExecResult, Files, Limits
 from gfcr.sandboxes.bwrap import check_local_backend, default_python, worker_command
 from gfcr.sandboxes.cgroups import Cgroup
-from gfcr.sandboxes.common import RawOutcome, SandboxBase, SessionBase, check_files, limits_dict, make_result
+from gfcr.sandboxes.common import (
+    RawOutcome,
+    SandboxBase,
+    SessionBase,
+    check_files,
+    encode_text,
+    limits_dict,
+    make_result,
+)
 from gfcr.sandboxes.languages import get_language
 from gfcr.sandboxes.pool import WorkerPool
+from gfcr.sandboxes.seccomp import filter_fds
 
 logger = logging.getLogger(__name__)
 START_TIMEOUT_S = 30.0
@@ -50,7 +59,7 @@ _spawner: tuple[int, ThreadPoolExecutor] | None = None
 _spawner_lock = threading.Lock()
 
 
-def _spawn(argv: list[str], stderr: Any) -> subprocess.Popen[bytes]:
+def _spawn(argv: list[str], stderr: Any, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
     """Start a process from one long-lived thread.
 
     bubblewrap's --die-with-parent ties the sandbox to the *thread* that started it, so a
@@ -62,7 +71,9 @@ def _spawn(argv: list[str], stderr: Any) -> subprocess.Popen[bytes]:
         if _spawner is None or _spawner[0] != os.getpid():
             _spawner = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="gfcr-sandbox-spawner"))
         executor = _spawner[1]
-    popen = lambda: subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)  # noqa: E731
+    popen = lambda: subprocess.Popen(  # noqa: E731
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, pass_fds=pass_fds
+    )
     return executor.submit(popen).result(timeout=START_TIMEOUT_S)
 
 
@@ -71,16 +82,15 @@ class LocalWorker:
 
     def __init__(self, python: str | None = None, modules: Mapping[str, str | Path] | None = None) -> None:
         self.cgroup = Cgroup.create()
-        command = worker_command(python, modules=modules)
-        if self.cgroup is not None:  # join the group before bubblewrap starts, so every process is in it
-            join = (
-                'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 97; shift; n=$((n-1)); done; '
-            )
-            join += 'exec "$@"'
-            files = [str(path) for path in self.cgroup.procs_files()]
-            command = ["/bin/sh", "-c", join, "sh", str(len(files)), *files, *command]
         self._log = tempfile.TemporaryFile()
-        self.process = _spawn(command, self._log)
+        with filter_fds() as seccomp_fds:
+            command = worker_command(python, modules=modules, seccomp=seccomp_fds)
+            if self.cgroup is not None:  # join the group before bubblewrap starts, so every process is in it
+                join = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 97; '
+                join += 'shift; n=$((n-1)); done; exec "$@"'
+                files = [str(path) for path in self.cgroup.procs_files()]
+                command = ["/bin/sh", "-c", join, "sh", str(len(files)), *files, *command]
+            self.process = _spawn(command, self._log, pass_fds=seccomp_fds)
         assert self.process.stdin is not None and self.process.stdout is not None
         self._to_worker, self._from_worker = self.process.stdin.fileno(), self.process.stdout.fileno()
         self._applied: tuple[int, int] | None = None
@@ -95,7 +105,7 @@ class LocalWorker:
     # -- one job ------------------------------------------------------------------------------
 
     def start(
-        self, header: dict[str, Any], code: str, files: list[tuple[str, bytes]], limits: Limits
+        self, header: dict[str, Any], code: bytes, files: list[tuple[str, bytes]], limits: Limits
     ) -> None:
         """Send a job's header, code and files (a run then `send`s its stdin frame)."""
         self._apply(limits)
@@ -105,7 +115,7 @@ class LocalWorker:
             header["address_space_mb"] = limits.memory_mb + WORKER_OVERHEAD_MB
         deadline = time.monotonic() + START_TIMEOUT_S
         self._write(_frame(program.json_bytes(header)), deadline)
-        self._write(_frame(code.encode("utf-8", "surrogateescape")), deadline)
+        self._write(_frame(code), deadline)
         for _, data in files:
             self._write(_frame(data), deadline)
 
@@ -261,15 +271,18 @@ class LocalSandbox(SandboxBase):
         spec = get_language(language)
         header = {"inline": spec.inline, "argv": spec.command("/dev/fd/3"), "session": None}
         checked = check_files(files)
-        data = stdin.encode("utf-8", "surrogateescape")
+        encoded = encode_text(code=code, stdin=stdin)  # before a worker is touched: bad text costs none
+        if isinstance(encoded, ExecResult):
+            return encoded
+        source, data = encoded
         if not self.warm:
             worker = self._new_worker()
             try:
-                return self._run_on(worker, header, code, checked, data, limits)
+                return self._run_on(worker, header, source, checked, data, limits)
             finally:
                 worker.close()
         with self._pool.lend() as worker:
-            return self._run_on(worker, header, code, checked, data, limits)
+            return self._run_on(worker, header, source, checked, data, limits)
 
     def _new_worker(self) -> LocalWorker:
         return LocalWorker(self.python, self.modules)
@@ -278,7 +291,7 @@ class LocalSandbox(SandboxBase):
         self,
         worker: LocalWorker,
         header: dict[str, Any],
-        code: str,
+        code: bytes,
         files: list[tuple[str, bytes]],
         stdin: bytes,
         limits: Limits,
@@ -325,6 +338,9 @@ class LocalSession(SessionBase):
 
     def run(self, code: str, *, stdin: str = "", limits: Limits | None = None) -> ExecResult:
         limits = limits or self.limits
+        encoded = encode_text(code=code, stdin=stdin)
+        if isinstance(encoded, ExecResult):
+            return encoded  # the session, its state and its worker are untouched
         with self._lock:
             if not self._alive:
                 self._start()
@@ -335,7 +351,7 @@ class LocalSession(SessionBase):
             try:
                 oom_before = worker.oom_kills()
                 worker.send(
-                    _frame(program.json_bytes(call)) + _frame(code.encode()) + _frame(stdin.encode()),
+                    _frame(program.json_bytes(call)) + _frame(encoded[0]) + _frame(encoded[1]),
                     deadline,
                 )
                 raw, self._alive = worker.result(limits, deadline, oom_before)
@@ -354,7 +370,7 @@ class LocalSession(SessionBase):
         else:
             self.restarts += 1
         try:
-            self._worker.start(self._header, "", [], self.limits)
+            self._worker.start(self._header, b"", [], self.limits)
             reply = self._worker.read_json(time.monotonic() + START_TIMEOUT_S)
             if "worker_error" in reply:
                 raise SandboxError(f"the session could not start: {reply['worker_error']}")

@@ -210,7 +210,8 @@ def python_session(requests_fd: int, replies_fd: int, capture: bool = False) -> 
         number += 1
         used = _cpu_seconds()
         _raise_cpu_limit(int(used + request.get("cpu_s", 3600)) + 1)
-        sys.stdin = io.TextIOWrapper(io.BytesIO(request.get("stdin", "").encode()), encoding="utf-8")
+        stdin = request.get("stdin", "").encode("utf-8", "surrogateescape")  # bytes as `run` passes them
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8", errors="surrogateescape")
         cell, name = request["code"], f"<cell {number}>"
         if capture:
             status, output = _captured(lambda: _execute(cell, name, namespace))  # noqa: B023
@@ -286,7 +287,7 @@ def bash_cell(code: str, stdin: str, marker_fd: int, nonce: str) -> bytes:
         f"source /dev/fd/5 5<<'GFCR_CODE_{nonce}' <<'GFCR_STDIN_{nonce}'\n"
         f"{code}GFCR_CODE_{nonce}\n{stdin}GFCR_STDIN_{nonce}\n"
         f"printf '%s %d\\n' {nonce} \"$?\" >&{marker_fd}\n"
-    ).encode()
+    ).encode("utf-8", "surrogateescape")
 
 
 def main() -> None:

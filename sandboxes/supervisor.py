@@ -10,7 +10,8 @@ filesystem without network. It is standard-library only. Per job, two processes:
                        stdin/stdout/stderr, enforces the wall clock and the output caps, and
                        reports the result (relay.py)
                init ── fork ──> program: rlimits, a fresh unprivileged uid, no new
-                       privileges, clean environment; runs the code (Python inline, others exec)
+                       privileges, the program's seccomp filter (seccomp.py), clean
+                       environment; runs the code (Python inline, others exec)
 
 The program cannot signal, trace or see init (pid 1, another uid). When the program is done,
 or a limit is hit, init kills everything else in the namespace and exits: no background
@@ -45,7 +46,8 @@ else:
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
-PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 4, 38
+PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS, SECCOMP_MODE_FILTER = 4, 22, 38, 2
+PROGRAM_FILTER = "/run/gfcr/seccomp-program.bpf"  # seccomp.PROGRAM_FILTER_PATH, put there by bubblewrap
 EXIT_NO_MORE_JOBS, EXIT_INTERNAL_ERROR = 3, 70
 # Imported once by the server so that jobs find them loaded (HumanEval-style code uses these).
 PRELOAD = (
@@ -58,6 +60,11 @@ PRELOAD = (
 def main() -> NoReturn:
     """Start the server: move the control pipes off fds 0/1, preload modules, announce readiness."""
     requests, replies = os.dup(0), os.dup(1)
+    try:
+        with open(PROGRAM_FILTER, "rb") as file:  # no filter, no jobs: the worker fails to start
+            seccomp_filter = SeccompFilter(file.read())
+    except OSError as e:
+        sys.exit(f"gfcr supervisor: cannot read the programs' seccomp filter: {e}")
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
@@ -76,7 +83,7 @@ def main() -> NoReturn:
         unshare(CLONE_NEWPID)  # the next child is pid 1 of a new PID namespace
         init = os.fork()
         if init == 0:
-            _run_job(requests, replies)
+            _run_job(requests, replies, seccomp_filter)
         _check(_libc.setns(own_pid_namespace, CLONE_NEWPID), "setns")  # so that unshare works again
         _, status = os.waitpid(init, 0)
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == EXIT_NO_MORE_JOBS:
@@ -85,13 +92,13 @@ def main() -> NoReturn:
             program.write_json(replies, {"worker_error": "the job's init process failed; see the worker log"})
 
 
-def _run_job(requests: int, replies: int) -> NoReturn:
+def _run_job(requests: int, replies: int, seccomp_filter: SeccompFilter) -> NoReturn:
     try:
         try:
             header = program.read_json(requests)
         except EOFError:
             os._exit(EXIT_NO_MORE_JOBS)
-        Job(header, requests, replies).serve()
+        Job(header, requests, replies, seccomp_filter).serve()
     except BaseException:
         traceback.print_exc()
         os._exit(EXIT_INTERNAL_ERROR)
@@ -134,6 +141,24 @@ class _CapData(ctypes.Structure):
     ]
 
 
+class _SockFprog(ctypes.Structure):  # struct sock_fprog
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+class SeccompFilter:
+    """A compiled BPF program (struct sock_filter[]), ready to install; kept for every job."""
+
+    def __init__(self, bpf: bytes) -> None:
+        if not bpf or len(bpf) % 8:
+            raise ValueError(f"a seccomp BPF program is a non-empty multiple of 8 bytes, got {len(bpf)}")
+        self._buffer = ctypes.create_string_buffer(bpf, len(bpf))
+        self._program = _SockFprog(len(bpf) // 8, ctypes.addressof(self._buffer))
+
+    def install(self) -> None:
+        """Apply the filter to this process and all it starts (needs no_new_privs or CAP_SYS_ADMIN)."""
+        _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(self._program), 0, 0), "seccomp")
+
+
 def clear_inheritable_capabilities() -> None:
     """Empty the inheritable set (bubblewrap fills it with the worker's capabilities)."""
     header, data = _CapHeader(0x20080522, 0), (_CapData * 2)()  # _LINUX_CAPABILITY_VERSION_3
@@ -149,8 +174,11 @@ def clear_inheritable_capabilities() -> None:
 class Job:
     """One run or session, served by its init process: namespaces, mounts, the program, the relay."""
 
-    def __init__(self, header: dict[str, Any], requests: int, replies: int) -> None:
+    def __init__(
+        self, header: dict[str, Any], requests: int, replies: int, seccomp_filter: SeccompFilter
+    ) -> None:
         self.header, self.requests, self.replies = header, requests, replies
+        self.seccomp_filter = seccomp_filter
         self.limits: dict[str, Any] = header["limits"]
         self.uid: int = header["uid"]
         self.code = program.read_frame(requests).decode("utf-8", "surrogateescape")
@@ -232,6 +260,7 @@ class Job:
         os.setresuid(self.uid, self.uid, self.uid)  # drops every capability too
         prctl(PR_SET_NO_NEW_PRIVS, 1)
         prctl(PR_SET_DUMPABLE, 1)  # the uid change cleared it; programs expect /proc/self as usual
+        self.seccomp_filter.install()  # last: no namespaces, mounts, keyrings, tracing … (seccomp.py)
         os.chdir("/work")
         os.environ.clear()
         os.environ.update(program.ENV)

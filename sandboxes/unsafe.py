@@ -25,7 +25,7 @@ from typing import Any
 from gfcr.errors import ConfigError, SandboxError
 from gfcr.sandboxes import program
 from gfcr.sandboxes.base import ExecResult, Files, Limits
-from gfcr.sandboxes.common import RawOutcome, SandboxBase, SessionBase, check_files, make_result
+from gfcr.sandboxes.common import RawOutcome, SandboxBase, SessionBase, check_files, encode_text, make_result
 from gfcr.sandboxes.languages import get_language
 
 WARNING = "make_sandbox('unsafe-process') runs code WITHOUT isolation; use it for trusted code only"
@@ -66,6 +66,8 @@ class UnsafeProcessSandbox(SandboxBase):
         limits: Limits | None = None,
     ) -> ExecResult:
         limits = limits or self.limits
+        if isinstance(refused := encode_text(code=code, stdin=stdin), ExecResult):
+            return refused  # a lone surrogate: an "error" result, as from the local backend
         spec = get_language(language)
         checked = check_files(files)
         with tempfile.TemporaryDirectory(prefix="gfcr-unsafe-") as work:
@@ -220,6 +222,8 @@ class UnsafeSession(SessionBase):
 
     def run(self, code: str, *, stdin: str = "", limits: Limits | None = None) -> ExecResult:
         limits = limits or self.limits
+        if isinstance(refused := encode_text(code=code, stdin=stdin), ExecResult):
+            return refused  # a lone surrogate: an "error" result, as from the local backend
         if self._process is None or self._process.poll() is not None:
             self._start()
         assert self._process is not None

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install the Debian packages gfcr's envs and tests need; elsewhere, say what to install.
 #   bubblewrap  - the local code sandbox      chromium    - browser envs (driven by Playwright)
+#   libseccomp2 - the local sandbox's seccomp filter (pyseccomp loads it; apt itself depends on it)
 #   postgresql  - SQL env tests on a real server
 set -euo pipefail
-packages=(bubblewrap chromium postgresql)
+packages=(bubblewrap libseccomp2 chromium postgresql)
 
 missing=()
 for package in "${packages[@]}"; do

@@ -108,6 +108,44 @@ def test_bash_session_keeps_variables_and_directory(sandbox):
         assert session.run("echo ${X:-gone}").stdout == "gone\n"
 
 
+def test_text_that_is_not_utf8_is_an_error_result_and_the_worker_is_kept(sandbox):
+    from gfcr.sandboxes.local import LocalSandbox
+
+    with LocalSandbox(pool_size=1) as local:
+        assert local.run("print(1)").ok
+        (worker,) = local._pool._idle  # the one warm worker
+        pair = "x = 1  # \udbff\udfff: in a str, a UTF-16 pair is two lone surrogates"
+        for code, stdin in (("print('\ud800')", ""), (pair, ""), ("print(1)", "\ud800")):
+            result = local.run(code, stdin=stdin)
+            assert (result.status, result.exit_code) == ("error", 1), result
+            assert "is not valid text, nothing was run" in result.stderr
+            assert "surrogates not allowed" in result.stderr
+        bash = local.run("echo '\ud800'", language="bash")
+        assert bash.status == "error" and "the code is not valid text" in bash.stderr
+        assert local._pool._idle == [worker] and worker.process.poll() is None  # not discarded
+        assert local.run("print(2)").stdout == "2\n"
+    # U+DC80..U+DCFF stand for raw bytes (surrogateescape) and still go through as those bytes
+    assert sandbox.run("od -An -tx1", language="bash", stdin="\udc80").stdout.split() == ["80"]
+    assert "UnicodeEncodeError" in sandbox.run("print('\udc80')").stderr  # as compile() says
+
+
+def test_a_session_answers_lone_surrogates_with_an_error_and_keeps_its_state(sandbox):
+    with sandbox.session() as session:
+        assert session.run("x = 6 * 7").ok
+        for code in ("print('\udc80')", "print('\ud800')"):
+            result = session.run(code)
+            assert (result.status, result.exit_code) == ("error", 1), result
+            assert "surrogates not allowed" in result.stderr
+        assert session.run("print(x)", stdin="\ud800").status == "error"
+        echo = session.run("import sys; print(repr(sys.stdin.read()))", stdin="a\udc80")
+        assert echo.stdout == repr("a\udc80") + "\n"
+        assert session.run("print(x)").stdout == "42\n" and session.alive and session.restarts == 0
+    with sandbox.session("bash") as shell:
+        assert shell.run("X=5").ok and shell.run("echo '\ud800'").status == "error"
+        assert shell.run("printf '\udc80' | od -An -tx1").stdout.split() == ["80"]
+        assert shell.run("echo $X").stdout == "5\n" and shell.restarts == 0
+
+
 def test_sessions_release_their_worker_when_closed(sandbox, job_processes):
     before = set(job_processes())
     session = sandbox.session()
