@@ -7,6 +7,7 @@ STAMP  := $(VENV)/.setup-stamp
 .PHONY: setup demo lint test bench clean
 
 setup: $(STAMP)  ## Install system packages (as root on Debian), the venv and gfcr; fast when nothing changed.
+	bash scripts/setup_docker.sh  # Docker engine (dockerd) and the locally built sandbox image gfcr-sandbox:bookworm
 
 $(STAMP): pyproject.toml scripts/system-deps.sh scripts/setup_verifiers.sh scripts/setup_verl.sh
 	bash scripts/system-deps.sh

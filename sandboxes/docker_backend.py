@@ -3,8 +3,11 @@
 Containers have no network, a read-only root, tmpfs `/work` and `/tmp`, memory, process and
 CPU limits, every capability dropped, `no-new-privileges`, and run as `nobody`. A pool of warm
 containers waits (started in the background); each run takes one and the container is removed
-afterwards, so runs share nothing. The image (default `python:3.11-slim`) must have `python3`
-(the program's files are unpacked by a small Python bootstrap).
+afterwards, so runs share nothing; when `run` returns, the run's container is already killed.
+Containers get gfcr's own seccomp profile (`seccomp.docker_profile()`, the local backend's deny
+list) instead of the engine's default. The image must have `python3` (a small Python bootstrap
+unpacks the program's files) and bash; the default, `gfcr-sandbox:bookworm`, is Debian bookworm
+minbase with python3, built locally by `scripts/setup_docker.sh` (`make setup`).
 
 Needs a reachable Docker engine (`DOCKER_HOST` or the local socket) and `pip install docker`;
 otherwise `DockerSandbox()` raises `SandboxUnavailableError` saying so.
@@ -29,9 +32,11 @@ from gfcr.sandboxes import program
 from gfcr.sandboxes.base import ExecResult, Files, Limits
 from gfcr.sandboxes.common import RawOutcome, SandboxBase, SessionBase, check_files, encode_text, make_result
 from gfcr.sandboxes.languages import get_language
+from gfcr.sandboxes.seccomp import docker_profile
 
 logger = logging.getLogger(__name__)
-DEFAULT_IMAGE = "python:3.11-slim"
+DEFAULT_IMAGE = "gfcr-sandbox:bookworm"  # built by scripts/setup_docker.sh
+IDLE_PROCESSES = 2  # docker-init and `sleep infinity` count against the container's pids limit
 USER = "65534:65534"
 # Reads a length-prefixed JSON payload from stdin (files, rlimits), unpacks it, then execs the
 # program, which reads the rest of stdin as its own.
@@ -103,21 +108,32 @@ class DockerSandbox(SandboxBase):
 
         try:
             self.client.images.get(self.image)
+            return
         except docker.errors.ImageNotFound:
+            pass
+        try:
             logger.info("pulling %s", self.image)
             self.client.images.pull(self.image)
+        except docker.errors.APIError as e:
+            raise SandboxUnavailableError(
+                f"the Docker image {self.image!r} is not on this engine and cannot be pulled "
+                f"({str(e)[:200]}); build the default one with `bash scripts/setup_docker.sh` "
+                "(`make setup`) or pass image= one that has python3"
+            ) from e
 
     # -- containers -------------------------------------------------------------------------------
 
     def start_container(self, limits: Limits, command: list[str] | None = None) -> Any:
         """A running, locked-down container (idle unless `command` is given)."""
-        disk = f"size={limits.disk_mb}m,mode=1777"
+        disk = f"size={limits.disk_mb}m,mode=1777,uid=65534,gid=65534"  # the image's dir may be root's
         return self.client.containers.run(
             self.image, command or ["sleep", "infinity"], detach=True, init=True, network_mode="none",
-            read_only=True, user=USER, cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            read_only=True, user=USER, cap_drop=["ALL"], hostname="sandbox",
+            security_opt=["no-new-privileges", f"seccomp={docker_profile()}"],
             mem_limit=f"{limits.memory_mb}m", memswap_limit=f"{limits.memory_mb}m",
-            pids_limit=limits.max_processes, nano_cpus=1_000_000_000, tmpfs={"/work": disk, "/tmp": disk},
-            working_dir="/work", environment=program.ENV, labels={"gfcr.sandbox": "1"},
+            pids_limit=limits.max_processes + IDLE_PROCESSES, nano_cpus=1_000_000_000,
+            tmpfs={"/work": disk, "/tmp": disk}, working_dir="/work", environment=program.ENV,
+            labels={"gfcr.sandbox": "1", "gfcr.pid": str(os.getpid())},  # whose container
         )  # fmt: skip
 
     def _refill(self) -> None:
@@ -150,6 +166,8 @@ class DockerSandbox(SandboxBase):
 
     @staticmethod
     def remove(container: Any) -> None:
+        """Kill `container` now (nothing of its run outlives the call), remove it in the background."""
+        _quietly(container.kill)
         threading.Thread(target=lambda: _quietly(container.remove, force=True), daemon=True).start()
 
     # -- runs -------------------------------------------------------------------------------------
@@ -212,6 +230,7 @@ class ExecStream:
         self.truncated = {1: False, 2: False}
         self.stopped_for: str | None = None
         self.started = time.monotonic()
+        self.oom_kills = container_usage(container.id)[2]  # a session's container may have had some
         self.deadline = self.started + limits.wall_s
         self._buffer = b""
         self.eof = False
@@ -272,9 +291,10 @@ class ExecStream:
             exit_code = None
         stdout, stderr, out_cut, err_cut = self.take_output()
         wall = time.monotonic() - (started or self.started)
+        cpu_s, rss_mb, oom_kills = container_usage(self.container.id)
         return RawOutcome(
-            exit_code, signal_number, self.stopped_for, wall, 0.0, 0.0, stdout, stderr, out_cut, err_cut,
-            out_of_memory=bool(state.get("OOMKilled")),
+            exit_code, signal_number, self.stopped_for, wall, cpu_s, rss_mb, stdout, stderr, out_cut, err_cut,
+            out_of_memory=bool(state.get("OOMKilled")) or oom_kills > self.oom_kills,
         )  # fmt: skip
 
     def _exit_code(self) -> int | None:
@@ -381,6 +401,38 @@ class DockerSession(SessionBase):
 
     def close(self) -> None:
         self._close_container()
+
+
+def container_usage(container_id: str) -> tuple[float, float, int]:
+    """CPU seconds, peak memory (MiB) and OOM kills of a container so far, from the host's cgroups.
+
+    Zeros where they cannot be read: an engine on another machine, or a container already gone.
+    """
+    root = Path("/sys/fs/cgroup")
+    v1 = {kind: root / kind / "docker" / container_id for kind in ("cpuacct", "memory")}
+    try:  # cgroup v1 (cgroupfs driver)
+        cpu = int((v1["cpuacct"] / "cpuacct.usage").read_text()) / 1e9
+        peak = int((v1["memory"] / "memory.max_usage_in_bytes").read_text()) / (1 << 20)
+        return cpu, peak, _field(v1["memory"] / "memory.oom_control", "oom_kill")
+    except (OSError, ValueError):
+        pass
+    for v2 in (root / "system.slice" / f"docker-{container_id}.scope", root / "docker" / container_id):
+        try:
+            cpu = _field(v2 / "cpu.stat", "usage_usec") / 1e6
+            peak = int((v2 / "memory.peak").read_text()) / (1 << 20)
+            return cpu, peak, _field(v2 / "memory.events", "oom_kill")
+        except (OSError, ValueError):
+            continue
+    return 0.0, 0.0, 0
+
+
+def _field(path: Path, name: str) -> int:
+    """The number after `name` in a cgroup file of `name value` lines (0 if absent)."""
+    for line in path.read_text().splitlines():
+        key, _, value = line.partition(" ")
+        if key == name:
+            return int(value)
+    return 0
 
 
 def _quietly(call: Any, **kwargs: Any) -> None:

@@ -127,3 +127,36 @@ def hf_policy(tiny_model):
     from gfcr.agents.policies.hf import HFPolicy
 
     return HFPolicy(tiny_model)
+
+
+@pytest.fixture(scope="session")
+def docker_engine():
+    """A Docker client whose engine answers and has the sandbox image; `scripts/setup_docker.sh`
+    starts the engine (as root) and builds the image when either is missing.
+
+    Outside CI, a machine where that cannot be done skips the Docker tests; in CI it is a failure.
+    """
+    from gfcr.errors import SandboxUnavailableError
+    from gfcr.sandboxes.docker_backend import DEFAULT_IMAGE, connect
+
+    def ready():
+        try:
+            client = connect()
+            client.images.get(DEFAULT_IMAGE)
+            return client, None
+        except SandboxUnavailableError as e:
+            return None, str(e)
+        except Exception as e:  # docker.errors.ImageNotFound, or the SDK's other errors
+            return None, f"no image {DEFAULT_IMAGE}: {e}"
+
+    client, reason = ready()
+    if client is None:
+        script = Path(__file__).resolve().parents[1] / "scripts" / "setup_docker.sh"
+        setup = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=900)
+        client, reason = ready()
+        reason = f"{reason}; scripts/setup_docker.sh said: {setup.stderr.strip()[-500:]}"
+    if client is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"the Docker backend cannot run here: {reason}")
+        pytest.skip(f"the Docker backend cannot run here: {reason}")
+    return client

@@ -1,6 +1,7 @@
-"""The local sandbox's seccomp filter: what Docker's default profile denies fails with EPERM in a
-run, nothing of it reaches the host, and ordinary programs (subprocesses, threads, multiprocessing,
-numpy) still work. Every check runs real code in real bubblewrap workers."""
+"""gfcr's seccomp filter, on both backends: what Docker's default profile denies fails with EPERM
+in a run, nothing of it reaches the host, and ordinary programs (subprocesses, threads,
+multiprocessing, numpy) still work. Every check runs real code in real bubblewrap workers and in
+real Docker containers (which get the same deny list as a Docker profile)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from gfcr.sandboxes import Limits
 
 JOB_UIDS_FROM = 1_000_000  # the local sandbox runs each job as a fresh uid at or above this
+DOCKER_UID = 65534  # the Docker backend's containers run as nobody
 # x86_64 numbers; the code below asks the C library for them by name where it can.
 SYSCALLS = r"""
 import ctypes, errno, json, os, platform
@@ -45,7 +47,7 @@ def run_json(sandbox, code: str) -> dict:
 def key_users() -> set[int]:
     """The uids of sandbox jobs that hold kernel keys (/proc/key-users: one line per uid with keys)."""
     uids = {int(line.split(":")[0]) for line in Path("/proc/key-users").read_text().splitlines()}
-    return {uid for uid in uids if uid >= JOB_UIDS_FROM}
+    return {uid for uid in uids if uid >= JOB_UIDS_FROM or uid == DOCKER_UID}
 
 
 def test_kernel_keyrings_are_denied_and_no_key_is_left_on_the_host(sandbox):
