@@ -12,6 +12,7 @@ import pytest
 
 from gfcr.agents import EpisodeSpec, Runner, RunnerConfig
 from gfcr.agents.runner.env_host import EnvConfig
+from gfcr.agents.runner.episode import turn_seed
 from gfcr.control import (
     BudgetScheduler,
     ControlConfig,
@@ -191,8 +192,13 @@ class CountPolicy:
         out = []
         for r in requests:
             turns = sum(m.role == "assistant" for m in r.messages)
-            out.append(Completion(self.say(r.task.gold, r.sampling.seed or 0, turns)))
+            out.append(Completion(self.say(r.task.gold, episode_seed(r.sampling.seed or 0, turns), turns)))
         return out
+
+
+def episode_seed(seed: int, turn: int) -> int:
+    """The episode's seed, recovered from its turn's (`turn_seed`: each turn samples afresh)."""
+    return next(s for s in range(10_000) if turn_seed(s, turn) == seed)
 
 
 def go_or_stray(count: int, seed: int, turns: int) -> str:

@@ -66,6 +66,12 @@ def backend(sandbox) -> str:
     return sandbox.backend
 
 
+@pytest.fixture
+def new_sandbox(request):
+    """`new_sandbox(backend, **kwargs)`: a fresh sandbox of that backend (a context manager)."""
+    return lambda backend, **kwargs: make_backend(request, backend, **kwargs)
+
+
 def docker_job_pids() -> list[int]:
     """Host pids of processes of this test process's Docker runs: everything in its sandbox
     containers but their idle `docker-init` and `sleep infinity` (a warm container holds those)."""

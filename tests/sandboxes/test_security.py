@@ -294,9 +294,7 @@ except OSError as e:
 
 
 @pytest.mark.docker_gap("the test counts the run's own container processes as leaks (test not yet adapted)")
-def test_nothing_leaks_from_one_run_to_the_next_through_the_warm_pool(request, backend):
-    from conftest import make_backend  # tests/sandboxes/conftest.py
-
+def test_nothing_leaks_from_one_run_to_the_next_through_the_warm_pool(new_sandbox, backend):
     secret = uuid.uuid4().hex
     first = """
 import builtins, os, sys, subprocess
@@ -340,7 +338,7 @@ with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb") as memory:
 print(leaks)
 """
     # One worker (or warm container): the second run follows the first on it.
-    with make_backend(request, backend, pool_size=1) as sandbox:
+    with new_sandbox(backend, pool_size=1) as sandbox:
         one = sandbox.run(first, stdin=secret)
         two = sandbox.run(second)
     assert one.ok and two.ok, (one, two)
