@@ -149,12 +149,17 @@ def _exit_status(exit: SystemExit) -> int:
     return 1
 
 
+# This module's own frames' file name: its path, or "<string>" when run with `python3 -c` (Docker
+# sessions), where `__file__` does not exist.
+_OWN_FILE = sys._getframe().f_code.co_filename
+
+
 def _print_exception(error: BaseException) -> None:
     """Print `error`'s traceback without this module's frames (the program's frames only)."""
     import traceback
 
     tb = error.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+    while tb is not None and tb.tb_frame.f_code.co_filename == _OWN_FILE:
         tb = tb.tb_next
     try:
         traceback.print_exception(type(error), error, tb, file=sys.stderr)

@@ -89,7 +89,6 @@ def test_limits_are_validated():
     assert set(STATUSES) == {"ok", "error", "timeout", "memory", "output_limit", "killed"}
 
 
-@pytest.mark.docker_gap("sessions run program.py with python3 -c: printing an exception fails on __file__")
 def test_python_session_keeps_state_and_limits_each_call(sandbox):
     with sandbox.session() as session:
         assert isinstance(session, Session)
@@ -135,7 +134,6 @@ def test_text_that_is_not_utf8_is_an_error_result_and_the_worker_is_kept(sandbox
     assert "UnicodeEncodeError" in sandbox.run("print('\udc80')").stderr  # as compile() says
 
 
-@pytest.mark.docker_gap("U+DC80-U+DCFF reach sessions as a SyntaxError, not an error result")
 def test_a_session_answers_lone_surrogates_with_an_error_and_keeps_its_state(sandbox):
     with sandbox.session() as session:
         assert session.run("x = 6 * 7").ok
