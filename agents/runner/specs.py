@@ -19,7 +19,7 @@ import gymnasium as gym
 from gfcr.core.episode import EnvConfig, EpisodeSpec
 from gfcr.errors import ConfigError, UnknownNameError
 from gfcr.registry import list_envs
-from gfcr.suites import Suite
+from gfcr.suites import Suite, make_suite
 
 
 def env_config(env_id: str, kwargs: dict[str, Any] | None = None) -> EnvConfig:
@@ -63,3 +63,29 @@ def episodes_for_suite(suite: Suite, k: int = 1, *, seed: int = 0) -> list[Episo
         config = env_config(entry.env_id, entry.kwargs)
         specs += [EpisodeSpec(config, task_id, seed + j, sample=j) for j in range(k)]
     return specs
+
+
+def task_specs(
+    env_id_or_suite: str, n: int | None = None, *, seed: int = 0, kwargs: dict[str, Any] | None = None
+) -> list[EpisodeSpec]:
+    """One spec per task: an env's tasks in a seeded order (`n` of them, or all), or a suite's in its
+    order — the rows other trainers' datasets are made of (`gfcr.integrations`).
+
+    >>> [s.task_id for s in task_specs("gfcr/ToolUse-v0", 2, kwargs={"num_tasks": 5})]
+    ['tooluse/2', 'tooluse/1']
+    """
+    kwargs = dict(kwargs or {})
+    if n is not None and n < 1:
+        raise ConfigError(f"n must be >= 1 (or None for every task), got {n}")
+    if env_id_or_suite in gym.registry:
+        if n is None:
+            env = gym.make(env_id_or_suite, **kwargs)
+            n = len(env.unwrapped.tasks)  # type: ignore[attr-defined]  # every gfcr env is a TextEnv
+            env.close()
+        return episodes_for_env(env_id_or_suite, n, kwargs=kwargs, seed=seed)
+    if kwargs:
+        raise ConfigError(
+            f"suite {env_id_or_suite!r} fixes its envs' keywords; got {sorted(kwargs)}: drop them"
+        )
+    specs = episodes_for_suite(make_suite(env_id_or_suite), seed=seed)  # an unknown name lists suites
+    return specs[:n] if n is not None else specs

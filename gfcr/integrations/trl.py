@@ -45,10 +45,9 @@ from gfcr.agents.runner import (
     RunnerConfig,
     RunResult,
     env_config,
-    episodes_for_env,
-    episodes_for_suite,
 )
 from gfcr.agents.runner.episode import keeps_tokens
+from gfcr.agents.runner.specs import task_specs
 from gfcr.control import DynamicSampling, PromptHistory
 from gfcr.control.dynamic import Batch
 from gfcr.core import (
@@ -104,7 +103,7 @@ def dataset(
         raise ConfigError(f"gfcr.integrations.trl.dataset needs the `datasets` package: {INSTALL}") from e
     if split is not None:
         env_kwargs["split"] = split
-    specs = _task_specs(env_id_or_suite, n, seed, env_kwargs)
+    specs = task_specs(env_id_or_suite, n, seed=seed, kwargs=env_kwargs)
     envs: dict[str, gym.Env] = {}
     rows = []
     for spec in specs:
@@ -122,22 +121,6 @@ def dataset(
     for env in envs.values():
         env.close()
     return Dataset.from_list(rows)
-
-
-def _task_specs(name: str, n: int | None, seed: int, env_kwargs: dict[str, Any]) -> list[EpisodeSpec]:
-    """One spec per task row: an env's tasks in a seeded order, or a suite's in its order."""
-    if n is not None and n < 1:
-        raise ConfigError(f"n must be >= 1 (or None for every task), got {n}")
-    if name in gym.registry:
-        if n is None:
-            env = gym.make(name, **env_kwargs)
-            n = len(env.unwrapped.tasks)  # type: ignore[attr-defined]  # every gfcr env is a TextEnv
-            env.close()
-        return episodes_for_env(name, n, kwargs=env_kwargs, seed=seed)
-    if env_kwargs:
-        raise ConfigError(f"suite {name!r} fixes its envs' keywords; got {sorted(env_kwargs)}: drop them")
-    specs = episodes_for_suite(make_suite(name), seed=seed)  # an unknown name fails here, listing suites
-    return specs[:n] if n is not None else specs
 
 
 def _kwargs_json(kwargs: dict[str, Any]) -> str:

@@ -76,10 +76,8 @@ except ImportError as e:  # pragma: no cover - depends on the venv
 
 import gfcr  # noqa: F401  (registers the gfcr/ env ids with Gymnasium)
 from gfcr.agents.policies.chat import ChatEncoder
-from gfcr.agents.runner import episodes_for_env, episodes_for_suite
-from gfcr.core import EpisodeSpec
+from gfcr.agents.runner.specs import task_specs
 from gfcr.errors import ConfigError
-from gfcr.suites import make_suite
 
 __all__ = [
     "AGENT_NAME",
@@ -116,7 +114,7 @@ def dataset(
         env_kwargs["split"] = split
     envs: dict[str, gym.Env] = {}
     rows = []
-    for index, spec in enumerate(_task_specs(env_id_or_suite, n, seed, env_kwargs)):
+    for index, spec in enumerate(task_specs(env_id_or_suite, n, seed=seed, kwargs=env_kwargs)):
         if spec.env.key not in envs:
             envs[spec.env.key] = gym.make(spec.env.env_id, **spec.env.kwargs)
         _, info = envs[spec.env.key].reset(options={"task_id": spec.task_id})
@@ -178,22 +176,6 @@ def episode_of(row: Json) -> tuple[str, Json, str]:
     if not isinstance(env_kwargs, dict):
         raise ConfigError(f"env_kwargs must be a JSON object of gymnasium.make keywords, got {kwargs!r}")
     return str(fields["env_id"]), env_kwargs, str(fields["task_id"])
-
-
-def _task_specs(name: str, n: int | None, seed: int, env_kwargs: Json) -> list[EpisodeSpec]:
-    """One spec per task: an env's tasks in a seeded order, or a suite's in its order."""
-    if n is not None and n < 1:
-        raise ConfigError(f"n must be >= 1 (or None for every task), got {n}")
-    if name in gym.registry:
-        if n is None:
-            env = gym.make(name, **env_kwargs)
-            n = len(env.unwrapped.tasks)  # type: ignore[attr-defined]  # every gfcr env is a TextEnv
-            env.close()
-        return episodes_for_env(name, n, kwargs=env_kwargs, seed=seed)
-    if env_kwargs:
-        raise ConfigError(f"suite {name!r} fixes its envs' keywords; got {sorted(env_kwargs)}: drop them")
-    specs = episodes_for_suite(make_suite(name), seed=seed)  # an unknown name fails here, listing suites
-    return specs[:n] if n is not None else specs
 
 
 # -- the agent loop ------------------------------------------------------------------------------
