@@ -2,4 +2,5 @@
 
 - `workloads.py`: synthetic workloads with a known ground truth (`BernoulliPrompts`, `ShopTools`),
   for measuring the GFCR modules against the truth.
+- `openenv_echo.py`: an env written with openenv's server classes alone (needs the `remote` extra).
 """

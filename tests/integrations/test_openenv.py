@@ -20,9 +20,6 @@ openenv = pytest.importorskip(
 )
 
 import uvicorn  # noqa: E402
-from openenv.core.env_server.http_server import create_fastapi_app  # noqa: E402
-from openenv.core.env_server.interfaces import Environment  # noqa: E402
-from openenv.core.env_server.types import Action, Observation, State  # noqa: E402
 from openenv.core.generic_client import GenericEnvClient  # noqa: E402
 from openenv.core.mcp_client import MCPToolClient  # noqa: E402
 
@@ -30,6 +27,7 @@ import gfcr  # noqa: E402
 from gfcr.agents import Runner, RunnerConfig, episodes_for_env, make_policy  # noqa: E402
 from gfcr.envs.tooluse.env import LOOKUP_CALL  # noqa: E402
 from gfcr.remote import TextAction, create_app  # noqa: E402
+from gfcr.testing.openenv_echo import echo_app  # noqa: E402
 
 TASK = "tooluse/7"  # its code is 5
 
@@ -180,39 +178,8 @@ def test_a_dead_server_is_a_step_result_then_a_clear_reset_error():
         env.reset(seed=0)
 
 
-class EchoAction(Action):
-    message: str
-
-
-class EchoObservation(Observation):
-    echoed: str = ""
-
-
-class EchoEnvironment(Environment):
-    """An env written with openenv's server classes only: echoes the message, reward = its length / 10."""
-
-    SUPPORTS_CONCURRENT_SESSIONS = True
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._state = State(episode_id="e", step_count=0)
-
-    def reset(self, seed=None, episode_id=None, **kwargs) -> EchoObservation:
-        return EchoObservation(echoed="ready")
-
-    def step(self, action: EchoAction, timeout_s=None, **kwargs) -> EchoObservation:  # type: ignore[override]
-        self._state.step_count += 1
-        done = action.message == "bye"
-        return EchoObservation(echoed=action.message, reward=len(action.message) / 10, done=done)
-
-    @property
-    def state(self) -> State:
-        return self._state
-
-
 def test_remote_env_wraps_a_server_written_with_openenv_alone():
-    app = create_fastapi_app(EchoEnvironment, EchoAction, EchoObservation, max_concurrent_envs=4)
-    with serving(app) as url:
+    with serving(echo_app()) as url:
         env = gym.make("gfcr/Remote-v0", url=url)
         assert env.unwrapped.action_field == "message"  # read from /schema
         obs, info = env.reset(seed=0)
