@@ -7,21 +7,26 @@ namespaces; it keeps only the capabilities the supervisor needs to build each jo
 and to drop to the job's uid (see supervisor.py). As root, bubblewrap would otherwise keep
 every capability, which is why this list is explicit. bubblewrap applies the worker's seccomp
 filter, and hands the program's filter to the supervisor as a file (see seccomp.py).
+
+Files the worker needs (the supervisor's modules, the program's filter) go in as copies
+(`--ro-bind-data` from memfds), not bind mounts: no host path shows in `/proc/self/mountinfo`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from gfcr.errors import SandboxUnavailableError
 from gfcr.sandboxes.program import ENV
-from gfcr.sandboxes.seccomp import PROGRAM_FILTER_PATH, filter_fds
+from gfcr.sandboxes.seccomp import PROGRAM_FILTER_PATH, program_filter, worker_filter
 
 INSIDE = "/run/gfcr"
 CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_KILL")
@@ -37,18 +42,63 @@ def default_python() -> str:
     return os.path.realpath(getattr(sys, "_base_executable", sys.executable))
 
 
+@dataclass(frozen=True)
+class WorkerFds:
+    """Readable fds that one worker's bubblewrap reads to their end: fresh ones for each worker.
+
+    `seccomp` holds the worker's filter; `files` maps a path inside the sandbox to the fd holding
+    its content (the supervisor's modules, preloaded modules, the programs' filter).
+    """
+
+    seccomp: int
+    files: dict[str, int]
+
+    def all(self) -> tuple[int, ...]:
+        """Every fd, for `subprocess.Popen(pass_fds=...)`."""
+        return (self.seccomp, *self.files.values())
+
+
+@contextlib.contextmanager
+def worker_fds(modules: Mapping[str, str | Path] | None = None) -> Iterator[WorkerFds]:
+    """The fds of one worker's command (`worker_command(fds=...)`), closed on leaving the block.
+
+    `modules` (name -> file) are placed in the sandbox and imported by the supervisor at start,
+    so that every job finds them already imported.
+    """
+    contents = {f"{INSIDE}/gfcr_{name}.py": _own_module(name) for name in ("supervisor", "program", "relay")}
+    for name, source in (modules or {}).items():
+        contents[f"{INSIDE}/modules/{name}.py"] = Path(source).read_bytes()
+    contents[PROGRAM_FILTER_PATH] = program_filter()
+    with contextlib.ExitStack() as stack:
+        seccomp = stack.enter_context(_memfd("seccomp-worker", worker_filter()))
+        files = {path: stack.enter_context(_memfd(Path(path).name, data)) for path, data in contents.items()}
+        yield WorkerFds(seccomp, files)
+
+
+@functools.cache
+def _own_module(name: str) -> bytes:
+    return (HERE / f"{name}.py").read_bytes()
+
+
+@contextlib.contextmanager
+def _memfd(name: str, data: bytes) -> Iterator[int]:
+    """An anonymous in-memory file holding `data`, positioned at its start."""
+    fd = os.memfd_create(f"gfcr-{name}", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, data)
+        os.lseek(fd, 0, os.SEEK_SET)
+        yield fd
+    finally:
+        os.close(fd)
+
+
 def worker_command(
-    python: str | None = None,
-    bwrap: str | None = None,
-    modules: Mapping[str, str | Path] | None = None,
-    seccomp: tuple[int, int] | None = None,
+    python: str | None = None, bwrap: str | None = None, fds: WorkerFds | None = None
 ) -> list[str]:
     """The full command that starts one worker (bubblewrap, then the supervisor inside).
 
-    `modules` (name -> file) are bound into the sandbox and imported by the supervisor at
-    start, so that every job finds them already imported. `seccomp` is the fds of
-    `seccomp.filter_fds()` (pass them to the process: `pass_fds`); the supervisor refuses to
-    start without them, so only a command for something else (a benchmark) leaves them out.
+    `fds` come from `worker_fds()` (pass them to the process: `fds.all()`); the supervisor
+    cannot start without them, so only a command for something else (a benchmark) leaves them out.
 
     >>> command = worker_command("/usr/bin/python3", "/usr/bin/bwrap")
     >>> command[0], "--unshare-net" in command, command[-3:]
@@ -90,16 +140,15 @@ def worker_command(
     if prefix is not None:  # an interpreter outside /usr (pyenv, conda): its install tree, read-only
         command += ["--ro-bind", prefix, prefix]
     command += ["--proc", "/proc", "--dev", "/dev", "--dir", "/tmp", "--dir", "/work"]
-    command += ["--ro-bind", str(HERE / "supervisor.py"), f"{INSIDE}/gfcr_supervisor.py"]
-    command += ["--ro-bind", str(HERE / "program.py"), f"{INSIDE}/gfcr_program.py"]
-    command += ["--ro-bind", str(HERE / "relay.py"), f"{INSIDE}/gfcr_relay.py"]
-    for name, source in (modules or {}).items():
-        command += ["--ro-bind", str(Path(source).resolve()), f"{INSIDE}/modules/{name}.py"]
-    if seccomp is not None:
-        command += ["--seccomp", str(seccomp[0]), "--ro-bind-data", str(seccomp[1]), PROGRAM_FILTER_PATH]
+    preloaded: list[str] = []
+    if fds is not None:
+        command += ["--seccomp", str(fds.seccomp)]
+        for inside, fd in fds.files.items():
+            command += ["--perms", "0644", "--ro-bind-data", str(fd), inside]
+        preloaded = [Path(inside).stem for inside in fds.files if inside.startswith(f"{INSIDE}/modules/")]
     for key, value in ENV.items():
         command += ["--setenv", key, value]
-    supervisor = [python, "-I", f"{INSIDE}/gfcr_supervisor.py", *(modules or {})]
+    supervisor = [python, "-I", f"{INSIDE}/gfcr_supervisor.py", *preloaded]
     return [*command, "--remount-ro", "/", "--chdir", "/", *supervisor]
 
 
@@ -133,9 +182,9 @@ def check_local_backend() -> None:
             "(as CI does), or use make_sandbox('docker') with a Docker engine"
         )
     try:
-        with filter_fds() as fds:  # the worker's sandbox, seccomp filter included, running `true`
-            probe = [*worker_command(bwrap=bwrap, seccomp=fds)[:-3], "/usr/bin/true"]
-            result = subprocess.run(probe, capture_output=True, timeout=30, pass_fds=fds)
+        with worker_fds() as fds:  # the worker's sandbox, seccomp filter included, running `true`
+            probe = [*worker_command(bwrap=bwrap, fds=fds)[:-3], "/usr/bin/true"]
+            result = subprocess.run(probe, capture_output=True, timeout=30, pass_fds=fds.all())
     except (OSError, subprocess.TimeoutExpired) as e:
         raise SandboxUnavailableError(f"bubblewrap could not run ({e}); check that {bwrap} works") from e
     if result.returncode != 0:

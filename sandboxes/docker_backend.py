@@ -16,6 +16,8 @@ otherwise `DockerSandbox()` raises `SandboxUnavailableError` saying so.
 from __future__ import annotations
 
 import base64
+import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -36,6 +38,7 @@ from gfcr.sandboxes.seccomp import docker_profile
 
 logger = logging.getLogger(__name__)
 DEFAULT_IMAGE = "gfcr-sandbox:bookworm"  # built by scripts/setup_docker.sh
+PROGRAM_SOURCE = Path(program.__file__).read_text()  # runs Python programs and sessions in the container
 IDLE_PROCESSES = 2  # docker-init and `sleep infinity` count against the container's pids limit
 USER = "65534:65534"
 # Reads a length-prefixed JSON payload from stdin (files, rlimits), unpacks it, then execs the
@@ -195,11 +198,12 @@ class DockerSandbox(SandboxBase):
         data = program.json_bytes(payload)
         container = self._take(limits)
         try:
-            command = ["python3", "-c", BOOTSTRAP, *spec.command(source)]
+            if spec.inline:  # Python runs through gfcr's own runner, with the local backend's semantics
+                command = ["python3", "-c", BOOTSTRAP, "python3", "-I", "-c", PROGRAM_SOURCE, "run", source]
+            else:
+                command = ["python3", "-c", BOOTSTRAP, *spec.command(source)]
             stream = ExecStream(self.client, container, command, limits)
-            stream.send(
-                len(data).to_bytes(4, "big") + data + stdin.encode("utf-8", "surrogateescape"), close=True
-            )
+            stream.feed(len(data).to_bytes(4, "big") + data + stdin.encode("utf-8", "surrogateescape"))
             stream.read_until(lambda: False)
             return make_result(stream.outcome(), limits)
         finally:
@@ -235,10 +239,25 @@ class ExecStream:
         self._buffer = b""
         self.eof = False
 
-    def send(self, data: bytes, close: bool = False) -> None:
+    def send(self, data: bytes) -> None:
         self.socket.sendall(data)
-        if close:
-            self.socket.shutdown(socket.SHUT_WR)
+
+    def feed(self, data: bytes) -> None:
+        """Send a run's input, then end it, from a thread: the program may read it slowly, or never."""
+
+        def write() -> None:
+            view = memoryview(data)
+            while view and not self.eof and self.stopped_for is None:
+                try:
+                    view = view[self.socket.send(view[: 1 << 16]) :]
+                except TimeoutError:  # the reader's timeout, which is the socket's: try again
+                    continue
+                except OSError:  # the program has exited, or was stopped
+                    return
+            with contextlib.suppress(OSError):
+                self.socket.shutdown(socket.SHUT_WR)
+
+        threading.Thread(target=write, name="gfcr-docker-stdin", daemon=True).start()
 
     def read_until(self, done: Any) -> None:
         """Read frames until `done()`, end of stream, or a limit (then the container is killed)."""
@@ -293,7 +312,8 @@ class ExecStream:
         wall = time.monotonic() - (started or self.started)
         cpu_s, rss_mb, oom_kills = container_usage(self.container.id)
         return RawOutcome(
-            exit_code, signal_number, self.stopped_for, wall, cpu_s, rss_mb, stdout, stderr, out_cut, err_cut,
+            exit_code, signal_number, self.stopped_for, wall, cpu_s, rss_mb * 1024, stdout, stderr,
+            out_cut, err_cut,
             out_of_memory=bool(state.get("OOMKilled")) or oom_kills > self.oom_kills,
         )  # fmt: skip
 
@@ -322,6 +342,7 @@ class DockerSession(SessionBase):
         self._container: Any = None
         self._stream: ExecStream | None = None
         self._started = False
+        self._cpu_spent = 0.0  # the container's CPU seconds up to the end of the last call
 
     def run(self, code: str, *, stdin: str = "", limits: Limits | None = None) -> ExecResult:
         limits = limits or self.limits
@@ -333,36 +354,50 @@ class DockerSession(SessionBase):
         assert stream is not None
         started = time.monotonic()
         stream.deadline, stream.limits = started + limits.wall_s, limits
+        nonce = os.urandom(8).hex()
+        _quietly(self._container.unpause)  # frozen since the last call (a fresh container is not)
         if self.language == "python":
-            request = program.json_bytes({"code": code, "stdin": stdin, "cpu_s": limits.cpu_s})
+            request = program.json_bytes(
+                {"code": code, "stdin": stdin, "cpu_s": limits.cpu_s, "nonce": nonce}
+            )
             stream.send(len(request).to_bytes(4, "big") + request)
-            reply = self._python_reply(stream)
+            reply = self._python_reply(stream, nonce)
         else:
-            nonce = os.urandom(8).hex()
             stream.send(program.bash_cell(code, stdin, 1, nonce))
             reply = self._bash_reply(stream, nonce)
         if reply is None:
             raw = stream.outcome(started=started)
             self._close_container()
-            return make_result(raw, limits)
-        return make_result(stream.outcome(int(reply.get("exit_code", 1)), started), limits)
+        else:
+            self._container.pause()  # what the cell left running waits for the next call (cgroup freezer)
+            raw = stream.outcome(int(reply.get("exit_code", 1)), started)
+        # the container's CPU since the last call: what earlier cells left running is counted here
+        cpu_s, self._cpu_spent = raw.cpu_s - self._cpu_spent, raw.cpu_s
+        return make_result(dataclasses.replace(raw, cpu_s=cpu_s), limits)
 
     @property
     def alive(self) -> bool:
         stream = self._stream
         return stream is not None and not stream.eof and stream.stopped_for is None
 
-    def _python_reply(self, stream: ExecStream) -> dict[str, Any] | None:
+    def _python_reply(self, stream: ExecStream, nonce: str) -> dict[str, Any] | None:
+        """The session loop's reply with `nonce` (stdout holds replies only: cells' output is captured)."""
+        found: list[dict[str, Any]] = []
+
         def done() -> bool:
             out = stream.output[1]
-            return len(out) >= 4 and len(out) >= 4 + int.from_bytes(out[:4], "big")
+            while len(out) >= 4 and len(out) >= 4 + (size := int.from_bytes(out[:4], "big")):
+                frame, out = bytes(out[4 : 4 + size]), out[4 + size :]
+                stream.output[1] = out
+                with contextlib.suppress(ValueError, TypeError):
+                    if (reply := dict(json.loads(frame))).get("nonce") == nonce:
+                        found.append(reply)
+            return bool(found)
 
         stream.read_until(done)
         if not done():
             return None
-        out = stream.output[1]
-        size = int.from_bytes(out[:4], "big")
-        reply = json.loads(bytes(out[4 : 4 + size]))
+        reply = found[0]
         stream.output[1] = bytearray(reply.pop("stdout", "").encode())
         stream.output[2] += reply.pop("stderr", "").encode()
         return reply
@@ -385,8 +420,7 @@ class DockerSession(SessionBase):
         self._started = True
         self._container = self._sandbox.start_container(self.limits)
         if self.language == "python":
-            source = Path(__file__).with_name("program.py").read_text()
-            command = ["python3", "-c", source, "session", "--capture"]
+            command = ["python3", "-c", PROGRAM_SOURCE, "session", "--capture"]
         else:
             command = ["bash", "--norc", "--noprofile"]
         self._stream = ExecStream(self._sandbox.client, self._container, command, self.limits)

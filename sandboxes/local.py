@@ -35,7 +35,7 @@ from typing import Any
 from gfcr.errors import ConfigError, SandboxError
 from gfcr.sandboxes import program
 from gfcr.sandboxes.base import ExecResult, Files, Limits
-from gfcr.sandboxes.bwrap import check_local_backend, default_python, worker_command
+from gfcr.sandboxes.bwrap import check_local_backend, default_python, worker_command, worker_fds
 from gfcr.sandboxes.cgroups import Cgroup
 from gfcr.sandboxes.common import (
     RawOutcome,
@@ -48,7 +48,6 @@ from gfcr.sandboxes.common import (
 )
 from gfcr.sandboxes.languages import get_language
 from gfcr.sandboxes.pool import WorkerPool
-from gfcr.sandboxes.seccomp import filter_fds
 
 logger = logging.getLogger(__name__)
 START_TIMEOUT_S = 30.0
@@ -83,14 +82,14 @@ class LocalWorker:
     def __init__(self, python: str | None = None, modules: Mapping[str, str | Path] | None = None) -> None:
         self.cgroup = Cgroup.create()
         self._log = tempfile.TemporaryFile()
-        with filter_fds() as seccomp_fds:
-            command = worker_command(python, modules=modules, seccomp=seccomp_fds)
+        with worker_fds(modules) as fds:
+            command = worker_command(python, fds=fds)
             if self.cgroup is not None:  # join the group before bubblewrap starts, so every process is in it
                 join = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 97; '
                 join += 'shift; n=$((n-1)); done; exec "$@"'
                 files = [str(path) for path in self.cgroup.procs_files()]
                 command = ["/bin/sh", "-c", join, "sh", str(len(files)), *files, *command]
-            self.process = _spawn(command, self._log, pass_fds=seccomp_fds)
+            self.process = _spawn(command, self._log, pass_fds=fds.all())
         assert self.process.stdin is not None and self.process.stdout is not None
         self._to_worker, self._from_worker = self.process.stdin.fileno(), self.process.stdout.fileno()
         self._applied: tuple[int, int] | None = None

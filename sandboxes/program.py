@@ -192,9 +192,10 @@ def _finish(status: int) -> int:
 
 
 def python_session(requests_fd: int, replies_fd: int, capture: bool = False) -> NoReturn:
-    """Serve notebook cells: each request frame `{"code", "stdin", "cpu_s"}` runs in one namespace.
+    """Serve notebook cells: each request frame `{"code", "stdin", "cpu_s", "nonce"}` runs in one namespace.
 
-    The reply frame is `{"exit_code", "cpu_s", "max_rss_kb"}`; with `capture`, also `"stdout"` and
+    The reply frame is `{"exit_code", "cpu_s", "max_rss_kb", "nonce"}` (the request's nonce, by
+    which the host tells this reply from one a cell writes); with `capture`, also `"stdout"` and
     `"stderr"` (the cell's output, for transports without separate output pipes); otherwise the
     output goes to fds 1 and 2.
     A cell's `sys.exit(n)` ends the cell with status n; the session goes on.
@@ -228,7 +229,7 @@ def python_session(requests_fd: int, replies_fd: int, capture: bool = False) -> 
             "cpu_s": _cpu_seconds() - used,
             "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         }
-        write_json(replies_fd, {"exit_code": status, **usage, **output})
+        write_json(replies_fd, {"exit_code": status, **usage, **output, "nonce": request.get("nonce")})
 
 
 def _cpu_seconds() -> float:
@@ -311,9 +312,13 @@ def main() -> None:
     if args[:1] == ["session"]:
         fds = args[args.index("--fds") + 1].split(",") if "--fds" in args else ["3", "4"]
         python_session(int(fds[0]), int(fds[1]))
-    if args[:1] == ["run"] and len(args) > 1:
-        with open(args[1], encoding="utf-8") as file:
-            run_python(file.read(), os.path.basename(args[1]), args[1:])
+    if (
+        args[:1] == ["run"] and len(args) > 1
+    ):  # as the local backend runs it: argv[0] and tracebacks say main.py
+        with open(args[1], "rb") as file:
+            code = file.read().decode("utf-8", "surrogateescape")
+        name = os.path.basename(args[1])
+        run_python(code, name, [name, *args[2:]])
     sys.exit(f"usage: {sys.argv[0]} session [--fds IN,OUT | --capture] | run FILE")
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 LENGTH = struct.Struct(">I")  # a frame's length
 CHUNK = 1 << 16
+MAX_MARKER = 1 << 16  # the longest cell-done message a session loop writes
 
 
 class Pipes:
@@ -57,6 +58,58 @@ class Pipes:
         os.closerange(len(wanted), 1 << 16)
 
 
+def freeze_everyone_else(timeout_s: float = 1.0) -> None:
+    """From pid 1: stop every other process of the namespace (SIGSTOP cannot be caught or ignored).
+
+    A session is frozen between calls, so what a cell leaves running (a thread, a child, a
+    daemon) takes no CPU while the session is idle. A process forked while the signal is being
+    delivered is caught by the next round; the loop ends when every process is stopped or dead.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            os.kill(-1, signal.SIGSTOP)
+        except ProcessLookupError:
+            return
+        if all(state in "TtZX" for state, _ in _others()) or time.monotonic() > deadline:
+            return
+        time.sleep(0.001)
+
+
+def thaw_everyone_else() -> None:
+    """From pid 1: let every process stopped by `freeze_everyone_else` run again."""
+    try:
+        os.kill(-1, signal.SIGCONT)
+    except ProcessLookupError:
+        pass
+
+
+def namespace_cpu_seconds() -> float:
+    """CPU seconds of every process this PID namespace has run, from its pid 1.
+
+    The reaped ones are in pid 1's children usage (a process counts the descendants it reaped);
+    each living or unreaped one adds its own time and that of the children it reaped.
+    """
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ticks = sum(cpu for _, cpu in _others())
+    return usage.ru_utime + usage.ru_stime + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _others() -> list[tuple[str, int]]:
+    """(state, utime + stime + cutime + cstime in clock ticks) of every process but pid 1."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or name == "1":
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as file:
+                fields = file.read().rpartition(b")")[2].split()  # the command name may hold spaces
+        except OSError:  # gone meanwhile
+            continue
+        found.append((fields[0].decode(), sum(int(x) for x in fields[11:15])))
+    return found
+
+
 def kill_everyone_else() -> None:
     """From pid 1: SIGKILL every other process of the namespace, then reap them all."""
     try:
@@ -90,7 +143,8 @@ class Relay:
         self.status: int | None = None  # the program's wait status, once it has exited
         self.stopped_for: str | None = None
         self.cell: dict[str, Any] | None = None  # a session cell's reply, once it is done
-        self.cell_nonce: str | None = None  # bash cells: the marker line's nonce
+        self.cell_nonce: str | None = None  # a session call's nonce, which its done message carries
+        self.framed = False  # a session's done messages are JSON frames (Python), not lines (bash)
         self.markers = b""
 
     # -- the two ways to run -----------------------------------------------------------------
@@ -103,10 +157,16 @@ class Relay:
             self._step()
         return self._finish()
 
-    def until_cell_done(self, cell: bytes, nonce: str | None) -> dict[str, Any]:
-        """A session call: send `cell`, run until the program says it is done, exits or is stopped."""
-        self.pending, self.cell_nonce = cell, nonce
-        if nonce is None and self.pipes.cells:  # Python cells go on their own pipe
+    def until_cell_done(self, cell: bytes, nonce: str, *, framed: bool) -> dict[str, Any]:
+        """A session call: send `cell`, run until the program says it is done, exits or is stopped.
+
+        The program says so with the call's `nonce`: in a JSON frame (`framed`, Python cells, sent
+        on their own pipe) or a `<nonce> <status>` line (bash). Messages with another nonce are
+        dropped, so a cell that writes one cannot put the replies out of step with the calls.
+        """
+        self.pending, self.cell_nonce, self.framed = cell, nonce, framed
+        if framed:
+            assert self.pipes.cells is not None
             self.input_fd = self.pipes.cells[1]
         while self.status is None and self.cell is None and self.stopped_for is None:
             self._step()
@@ -198,20 +258,30 @@ class Relay:
     def _read_marker(self) -> None:
         """A session's cell-done message: a frame (Python) or a `<nonce> <status>` line (bash)."""
         assert self.pipes.markers is not None
-        self.markers = (self.markers + os.read(self.pipes.markers[0], 4096))[-65536:]
-        if self.cell_nonce is None:
-            if len(self.markers) >= LENGTH.size:
+        self.markers += os.read(self.pipes.markers[0], 1 << 16)
+        if self.framed:
+            while len(self.markers) >= LENGTH.size:
                 (size,) = LENGTH.unpack(self.markers[: LENGTH.size])
-                if len(self.markers) >= LENGTH.size + size:
-                    try:
-                        self.cell = dict(json.loads(self.markers[LENGTH.size : LENGTH.size + size]))
-                    except (ValueError, TypeError):
-                        self.cell = {"exit_code": 1}
+                if size > MAX_MARKER:  # not a reply of the session loop: nothing after it can be framed
+                    self.markers = b""
+                    break
+                end = LENGTH.size + size
+                if len(self.markers) < end:
+                    break
+                frame, self.markers = self.markers[LENGTH.size : end], self.markers[end:]
+                try:
+                    reply = dict(json.loads(frame))
+                except (ValueError, TypeError):
+                    continue
+                if reply.get("nonce") == self.cell_nonce:
+                    self.cell = reply
         else:
-            for line in self.markers.split(b"\n")[:-1]:
+            lines = self.markers.split(b"\n")
+            for line in lines[:-1]:
                 parts = line.decode("ascii", "replace").split()
                 if len(parts) == 2 and parts[0] == self.cell_nonce and parts[1].lstrip("-").isdigit():
                     self.cell = {"exit_code": int(parts[1])}
+            self.markers = lines[-1][-MAX_MARKER:]
         if self.cell is not None:
             self.markers = b""
 

@@ -24,10 +24,7 @@ from __future__ import annotations
 import errno
 import functools
 import json
-import os
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from gfcr.errors import SandboxUnavailableError
 
@@ -100,25 +97,6 @@ def docker_profile() -> str:
     )
     rules += [rule(["personality"], args=[masked(bit)]) for bit in PERSONALITY_DENIED_LOW_BITS]
     return json.dumps({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": rules})
-
-
-@contextmanager
-def filter_fds() -> Iterator[tuple[int, int]]:
-    """Two readable fds, the worker's and the program's filter, for `worker_command(seccomp=...)`.
-
-    Each worker needs fresh ones: bubblewrap reads each to its end. Closed on leaving the block.
-    """
-    fds: list[int] = []
-    try:
-        for name, data in (("worker", worker_filter()), ("program", program_filter())):
-            fd = os.memfd_create(f"gfcr-seccomp-{name}", os.MFD_CLOEXEC)
-            fds.append(fd)
-            os.write(fd, data)
-            os.lseek(fd, 0, os.SEEK_SET)
-        yield fds[0], fds[1]
-    finally:
-        for fd in fds:
-            os.close(fd)
 
 
 def _compile(denied: tuple[str, ...] | list[str]) -> bytes:

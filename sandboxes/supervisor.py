@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import json
 import os
 import resource
 import signal
@@ -305,6 +304,7 @@ class Job:
         if self.session == "python":
             os.close(pipes.stdin[1])  # cells bring their own stdin; fd 0 reads end of file
         program.write_json(self.replies, {"ready": True})
+        spent = relay.namespace_cpu_seconds()
         while True:
             try:
                 call = program.read_json(self.requests)
@@ -317,13 +317,20 @@ class Job:
             code = program.read_frame(self.requests).decode("utf-8", "surrogateescape")
             stdin = program.read_frame(self.requests).decode("utf-8", "surrogateescape")
             limits = {**self.limits, **call["limits"]}
+            nonce = os.urandom(8).hex()
+            relay.thaw_everyone_else()
             cells = relay.Relay(pipes, limits, self.requests, child)
             if self.session == "python":
-                request = json.dumps({"code": code, "stdin": stdin, "cpu_s": limits["cpu_s"]}).encode()
-                outcome = cells.until_cell_done(relay.LENGTH.pack(len(request)) + request, None)
+                request = {"code": code, "stdin": stdin, "cpu_s": limits["cpu_s"], "nonce": nonce}
+                cell = program.json_bytes(request)
+                outcome = cells.until_cell_done(relay.LENGTH.pack(len(cell)) + cell, nonce, framed=True)
             else:
-                nonce = os.urandom(8).hex()
-                outcome = cells.until_cell_done(program.bash_cell(code, stdin, 4, nonce), nonce)
+                outcome = cells.until_cell_done(program.bash_cell(code, stdin, 4, nonce), nonce, framed=False)
+            if outcome["alive"]:
+                relay.freeze_everyone_else()  # what the cell left running waits for the next call
+            # every process of the session, the ones the cell left running included, since the last call
+            total = relay.namespace_cpu_seconds()
+            outcome["cpu_s"], spent = total - spent, total
             self._report(outcome)
             if not outcome["alive"]:
                 return

@@ -79,7 +79,9 @@ def docker_job_pids() -> list[int]:
         import docker
 
         client = docker.from_env(timeout=10)
-        ids = {c.id for c in client.containers.list(filters={"label": f"gfcr.pid={os.getpid()}"})}
+        ids = {
+            c.id for c in client.containers.list(sparse=True, filters={"label": f"gfcr.pid={os.getpid()}"})
+        }
     except Exception:  # no SDK or no engine: no Docker runs either
         return []
     pids = []

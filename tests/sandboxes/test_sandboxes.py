@@ -22,7 +22,6 @@ from gfcr.sandboxes import (
 )
 
 
-@pytest.mark.docker_gap("tracebacks name /tmp/.gfcr/main.py, not main.py; max_rss_mb reads ~0.01")
 def test_a_run_gets_stdin_files_and_script_semantics(sandbox):
     code = "import sys, helper\nprint(helper.double(int(input())), sys.argv[0], __name__)\n"
     code += "print(open('data/x.txt').read())"
@@ -35,7 +34,6 @@ def test_a_run_gets_stdin_files_and_script_semantics(sandbox):
     assert isinstance(sandbox, Sandbox) and 0 < result.wall_s < 5 and result.max_rss_mb > 1
 
 
-@pytest.mark.docker_gap("tracebacks name /tmp/.gfcr/main.py, not main.py")
 def test_exit_codes_tracebacks_and_signals(sandbox):
     assert (
         sandbox.run("import sys; sys.exit(3)").status,
@@ -68,7 +66,6 @@ def test_a_new_language_is_one_entry(sandbox, monkeypatch):
     assert (result.status, result.exit_code, result.stdout) == ("error", 5, "sh got 7\n")
 
 
-@pytest.mark.docker_gap("large stdin times out on the engine's attach socket")
 def test_large_stdin_and_output_pass_through(sandbox):
     data = "x" * 3_000_000
     result = sandbox.run(
@@ -112,7 +109,6 @@ def test_bash_session_keeps_variables_and_directory(sandbox):
         assert session.run("echo ${X:-gone}").stdout == "gone\n"
 
 
-@pytest.mark.docker_gap("U+DC80-U+DCFF reach Python as a SyntaxError, not the local backend's error")
 def test_text_that_is_not_utf8_is_an_error_result_and_the_worker_is_kept(sandbox):
     from gfcr.sandboxes.local import LocalSandbox
 
@@ -228,7 +224,7 @@ def test_unsafe_process_backend_warns_and_runs():
 
 def test_docker_backend_runs_and_leaves_no_container(docker_engine):
     label = {"label": f"gfcr.pid={os.getpid()}"}
-    before = {c.id for c in docker_engine.containers.list(all=True, filters=label)}
+    before = {c.id for c in docker_engine.containers.list(all=True, sparse=True, filters=label)}
     sandbox = make_sandbox("docker", pool_size=1)
     try:
         assert sandbox.run("print(input())", stdin="hi").stdout == "hi\n"
@@ -243,6 +239,6 @@ def test_docker_backend_runs_and_leaves_no_container(docker_engine):
     finally:
         sandbox.close()
     deadline = time.monotonic() + 20  # containers are killed at once, removed in the background
-    while {c.id for c in docker_engine.containers.list(all=True, filters=label)} - before:
+    while {c.id for c in docker_engine.containers.list(all=True, sparse=True, filters=label)} - before:
         assert time.monotonic() < deadline, "the closed sandbox left containers behind"
         time.sleep(0.2)
