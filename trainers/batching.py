@@ -9,8 +9,9 @@ replayed sample (from an older policy version) brings its own stored ones.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -118,9 +119,9 @@ def micro_batches(samples: Sequence[Sample], size: int, pad_id: int = 0) -> Iter
         yield collate(samples[start : start + size], pad_id)
 
 
-def token_logprobs(model: torch.nn.Module, batch: MicroBatch) -> torch.Tensor:
+def token_logprobs(model: torch.nn.Module | Callable[..., Any], batch: MicroBatch) -> torch.Tensor:
     """log π(token_{t+1} | tokens_<=t) under `model`'s raw logits (as the rollout reports them),
-    shape (B, L-1), float32.
+    shape (B, L-1), float32. `model`: a causal LM, or any callable taking its keywords.
 
     Computed as logit − logsumexp(logits), so the (B, L, V) log-softmax is never materialised in
     full precision twice (V is 150k for Qwen models).

@@ -3,9 +3,10 @@
 A checkpoint is a directory `out_dir/checkpoints/step-000042/` holding
 
 - `model/`: the model (or LoRA adapter) and tokenizer via `save_pretrained`, loadable as `hf:PATH`;
-- `state.pt`: the trainable weights (exact), optimizer, LR scheduler, step, RNG states (Python,
-  NumPy, torch), and the `state_dict()` of each GFCR component with state: Control's (prompt
-  posteriors, its RNG, its run counter) and the replay buffer's (its rows).
+- `state.pt`: the trainable weights (exact), optimizer, step (the LR follows from it), RNG states
+  (Python, NumPy, torch), the KL reference's weights once the warm start has moved it, and the
+  `state_dict()` of each GFCR component with state: Control's (prompt posteriors, its RNG, its run
+  counter) and the replay buffer's (its rows).
 
 It is written to a temporary directory and renamed into place, so a killed process never leaves a
 half-written checkpoint that `latest_checkpoint` would pick.
@@ -27,6 +28,7 @@ from gfcr.errors import DataError
 
 logger = logging.getLogger(__name__)
 STEP_DIR = re.compile(r"^step-(\d+)$")
+PARTIAL_DIR = re.compile(r"^\.step-(\d+)\.partial$")
 
 
 def rng_state() -> dict[str, Any]:
@@ -82,6 +84,14 @@ def checkpoints(directory: Path) -> list[Path]:
 def latest_checkpoint(directory: Path) -> Path | None:
     found = checkpoints(directory)
     return found[-1] if found else None
+
+
+def remove_checkpoints(directory: Path) -> None:
+    """Delete every checkpoint under `directory`, complete or half-written (a run starting over)."""
+    if directory.is_dir():
+        for path in directory.iterdir():
+            if STEP_DIR.match(path.name) or PARTIAL_DIR.match(path.name):
+                shutil.rmtree(path, ignore_errors=True)
 
 
 def prune_checkpoints(directory: Path, keep: int) -> None:

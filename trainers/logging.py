@@ -17,7 +17,8 @@ logger = logging.getLogger(__name__)
 
 
 class MetricLogger:
-    """Writes `metrics.jsonl` (and TensorBoard events if wanted) under `out_dir`.
+    """Writes `metrics.jsonl` (and TensorBoard events if wanted) under `out_dir`; without a
+    `resume_step`, first removes the ones an earlier run wrote there.
 
     >>> import tempfile
     >>> log = MetricLogger(tempfile.mkdtemp(), tensorboard=False)
@@ -31,17 +32,20 @@ class MetricLogger:
     ) -> None:
         self.path = Path(out_dir) / "metrics.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        tensorboard_dir = Path(out_dir) / "tensorboard"
         if resume_step is not None:
             self._truncate_after(resume_step)
-        elif self.path.exists():
-            self.path.unlink()
+        else:  # a new run: an earlier one's metrics and events would overlap its curves
+            self.path.unlink(missing_ok=True)
+            for events in tensorboard_dir.glob("events.out.tfevents.*"):
+                events.unlink()
         self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
         self.writer = None
         if tensorboard:
             try:
                 from torch.utils.tensorboard import SummaryWriter
 
-                self.writer = SummaryWriter(str(Path(out_dir) / "tensorboard"), purge_step=resume_step)
+                self.writer = SummaryWriter(str(tensorboard_dir), purge_step=resume_step)
             except ImportError:
                 logger.warning("tensorboard is not installed (pip install 'gfcr[train]'); logging JSONL only")
 

@@ -59,6 +59,16 @@ class LossOutput:
     clipped_tokens: float  # loss tokens (gspo: sequences × their tokens) where the clip was active
 
 
+def clip_active(ratio: torch.Tensor, advantages: torch.Tensor, low: float, high: float) -> torch.Tensor:
+    """Where the clip binds, as TRL counts it: the ratio past 1 + ε_high with A > 0, or below
+    1 − ε_low with A < 0 (elsewhere min() keeps the unclipped term). Shapes broadcast: (B, T) or (B,).
+
+    >>> clip_active(torch.tensor([1.5, 1.5, 0.5, 0.5]), torch.tensor([1.0, -1.0, 1.0, -1.0]), 0.8, 1.2)
+    tensor([ True, False, False,  True])
+    """
+    return ((ratio > high) & (advantages > 0)) | ((ratio < low) & (advantages < 0))
+
+
 def policy_loss(
     name: str,
     logprobs: torch.Tensor,
@@ -96,13 +106,13 @@ def policy_loss(
         ratio = torch.exp(log_ratio.sum(1) / lengths)  # (B,) s_i, the sequence-level ratio
         surrogate = torch.minimum(ratio * advantages, ratio.clamp(low, high) * advantages)  # (B,)
         policy = -surrogate.sum() / totals.sequences
-        clipped = float((((ratio < low) | (ratio > high)).to(mask.dtype) * mask.sum(1)).sum())
+        clipped = float((clip_active(ratio, advantages, low, high).to(mask.dtype) * mask.sum(1)).sum())
     else:
         ratio = torch.exp(log_ratio)  # (B, T)
         a = advantages[:, None]  # (B, 1)
         per_token = -torch.minimum(ratio * a, ratio.clamp(low, high) * a)  # (B, T)
         policy = reduce_tokens(name, per_token, mask, totals)
-        clipped = float((((ratio < low) | (ratio > high)).to(mask.dtype) * mask).sum())
+        clipped = float((clip_active(ratio, a, low, high).to(mask.dtype) * mask).sum())
     kl = torch.zeros((), dtype=logprobs.dtype, device=logprobs.device)
     if beta > 0.0:
         if ref_logprobs is None:

@@ -5,22 +5,24 @@
 - backend "vllm": a vLLM engine generates and a separate transformers model trains on the same
   GPU; `sync_weights` loads the new weights into the engine after every optimizer step.
 
-LoRA (peft) wraps the trained model; its reference policy is the same model with the adapters
-disabled, so no second copy is kept. Without LoRA the reference is a frozen copy of the initial
-weights (made only when the KL coefficient `beta` > 0).
+The KL reference (made only when the KL coefficient `beta` > 0) is the model RL starts from: the
+initial weights, or the warm-started ones after `[sft]` (`ReferencePolicy.freeze`), as in
+DeepSeekMath (§4.1, the reference is the SFT model) and TRL. Only the trainable weights are kept
+(with LoRA, the adapters alone) and swapped in for its forward passes.
 """
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import torch
+from torch.func import functional_call
 
 from gfcr.core.policy import Policy
 from gfcr.errors import ConfigError
@@ -35,19 +37,21 @@ class Models:
     tokenizer: Any
     device: str
     pad_id: int
-    reference: Callable[[MicroBatch], torch.Tensor] | None  # reference logprobs (B, L-1), or None
+    reference: ReferencePolicy | None  # the KL reference (beta > 0), or None
     sync: Callable[[int], None]  # after optimizer step n: make the policy generate with the new weights
     autocast: Callable[[], AbstractContextManager]
 
 
 def load_models(config: TrainConfig) -> Models:
     """Load the policy and the trained model as `config.model` and `config.rollout` say."""
+    # An absolute path, so that a saved LoRA adapter's `base_model_name_or_path` loads from anywhere.
+    path = str(Path(config.model.path).resolve()) if Path(config.model.path).exists() else config.model.path
     if config.rollout.backend == "vllm":
-        policy, model, tokenizer, device = _load_vllm(config)
+        policy, model, tokenizer, device = _load_vllm(config, path)
     else:
         from gfcr.agents.policies.hf import HFPolicy
 
-        policy = HFPolicy(config.model.path, device=config.model.device)
+        policy = HFPolicy(path, device=config.model.device)
         model, tokenizer, device = policy.model, policy.tokenizer, policy.device
         if config.model.dtype == "bfloat16":
             model.to(torch.bfloat16)  # type: ignore[arg-type]  # transformers types .to() for devices only
@@ -57,7 +61,7 @@ def load_models(config: TrainConfig) -> Models:
             policy.model = model  # type: ignore[attr-defined]  # generation sees the adapters
     else:
         model.requires_grad_(True)
-    reference = _reference(model, config, device)
+    reference = ReferencePolicy(model) if config.loss.beta > 0 else None
     pad_id = getattr(policy, "pad_id", None)
     if pad_id is None:
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -68,7 +72,7 @@ def load_models(config: TrainConfig) -> Models:
     )
 
 
-def _load_vllm(config: TrainConfig) -> tuple[Policy, torch.nn.Module, Any, str]:
+def _load_vllm(config: TrainConfig, path: str) -> tuple[Policy, torch.nn.Module, Any, str]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from gfcr.agents.policies.vllm import VLLMPolicy
@@ -79,13 +83,13 @@ def _load_vllm(config: TrainConfig) -> tuple[Policy, torch.nn.Module, Any, str]:
         "VLLM_ENABLE_V1_MULTIPROCESSING", "0"
     )  # in-process engine: weights sync without copies
     options = {"gpu_memory_utilization": 0.3, **config.rollout.vllm_options}
-    policy = VLLMPolicy(config.model.path, **options)
+    policy = VLLMPolicy(path, **options)
     device = config.model.device or "cuda"
     dtype = torch.bfloat16 if config.model.dtype == "bfloat16" else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(config.model.path, dtype=dtype)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
     model.to(device)  # type: ignore[arg-type]  # transformers' stubs
     model.eval()  # no dropout: the trained policy is the one that sampled
-    return policy, model, AutoTokenizer.from_pretrained(config.model.path), device
+    return policy, model, AutoTokenizer.from_pretrained(path), device
 
 
 def _with_lora(model: torch.nn.Module, config: TrainConfig) -> torch.nn.Module:
@@ -103,26 +107,39 @@ def _with_lora(model: torch.nn.Module, config: TrainConfig) -> torch.nn.Module:
     return get_peft_model(model, lora)
 
 
-def _reference(
-    model: torch.nn.Module, config: TrainConfig, device: str
-) -> Callable[[MicroBatch], torch.Tensor] | None:
-    if config.loss.beta <= 0:
-        return None
-    if config.model.lora_rank > 0:
+class ReferencePolicy:
+    """The KL reference: the trained model with its trainable weights as they were when frozen.
 
-        @torch.no_grad()
-        def adapters_off(batch: MicroBatch) -> torch.Tensor:
-            with model.disable_adapter():  # type: ignore[operator]  # a peft model
-                return token_logprobs(model, batch)
+    Frozen at load (the initial weights), and again by the trainer when the supervised warm start
+    ends, so that the KL pulls RL towards the warm-started model, not the one before it. The model
+    is never copied: its forward pass runs with the frozen weights swapped in
+    (`torch.func.functional_call`); non-trainable weights (a LoRA base) are shared.
+    """
 
-        return adapters_off
-    frozen = copy.deepcopy(model).requires_grad_(False).to(device)
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model = model
+        self.weights: dict[str, torch.Tensor] = {}
+        self.freeze()
+
+    def freeze(self) -> None:
+        """Take the model's current trainable weights as the reference."""
+        self.weights = {}  # the old copy goes first: at most one copy beside the model
+        self.weights = {n: p.detach().clone() for n, p in self.model.named_parameters() if p.requires_grad}
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {name: weight.cpu() for name, weight in self.weights.items()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.weights = {name: state[name].to(w.device, w.dtype) for name, w in self.weights.items()}
 
     @torch.no_grad()
-    def initial(batch: MicroBatch) -> torch.Tensor:
-        return token_logprobs(frozen, batch)
+    def __call__(self, batch: MicroBatch) -> torch.Tensor:
+        """The reference's token logprobs of `batch`, (B, L-1)."""
 
-    return initial
+        def forward(**inputs: torch.Tensor) -> Any:
+            return functional_call(self.model, self.weights, (), inputs)
+
+        return token_logprobs(forward, batch)
 
 
 def _sync(policy: Policy, model: torch.nn.Module, config: TrainConfig) -> Callable[[int], None]:

@@ -7,11 +7,13 @@ One RL step:
 2. Filter turns each group's rewards into advantages (`gfcr.filter.group_advantages`); with a
    replay buffer, an all-failed group gets a stored correct response (AR3PO rescue) that keeps
    its old policy's logprobs;
-3. the loss (`losses.py`) is accumulated over micro-batches and AdamW takes a clipped step;
+3. the loss (`losses.py`) is accumulated over micro-batches and AdamW takes a clipped step
+   (none when every advantage is 0: `update.policy_update`);
 4. the rollout engine gets the new weights, metrics are logged, a checkpoint is written every
    `checkpoint_every` steps.
 
-A supervised warm start (`[sft] steps > 0`, `sft.py`) runs first on filtered trajectories.
+A supervised warm start (`[sft] steps > 0`, `sft.py`) runs first on filtered trajectories; RL then
+starts with a fresh AdamW and takes the warm-started model as its KL reference (`begin_rl`).
 
 >>> import tempfile
 >>> from gfcr.apps.tiny_model import write_tiny_model
@@ -27,6 +29,7 @@ A supervised warm start (`[sft] steps > 0`, `sft.py`) runs first on filtered tra
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import random
@@ -35,12 +38,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 
 from gfcr.agents import Runner, RunnerConfig, episodes_for_env, make_policy
 from gfcr.control import ControlConfig, RolloutController
 from gfcr.core import Trajectory, read_jsonl, write_jsonl
+from gfcr.core.config import to_dict
+from gfcr.errors import ConfigError
 from gfcr.generate.groups import group_by_task
 from gfcr.replay import ReplayBuffer, ReplayConfig
 from gfcr.trainers import checkpoint as ckpt
@@ -52,29 +58,33 @@ from gfcr.trainers.sft import filter_trajectories, sft_samples
 from gfcr.trainers.update import UpdateSettings, fill_old_logprobs, policy_update, sft_update
 
 logger = logging.getLogger(__name__)
+SFT_DATA = "sft_data.jsonl"  # the teacher's kept trajectories, in out_dir
+SFT_SOURCE = "sft_data.source.json"  # the settings that made them (`sft_data_source`)
+REPLAY_FILES = ("replay.db", "replay.db-journal", "replay.db-wal", "replay.db-shm")
 
 
 class Trainer:
-    """Trains `config.model` on `config.env`; resumes from the newest checkpoint in `out_dir`."""
+    """Trains `config.model` on `config.env`; resumes from the newest checkpoint in `out_dir`.
+
+    Without a checkpoint to resume from (or with `resume=False`) it starts over: what an earlier
+    run wrote in `out_dir` is removed (`clear_outputs`); the SFT data is kept only when resuming
+    and made with the same settings.
+    """
 
     def __init__(self, config: TrainConfig, *, resume: bool = True) -> None:
         self.config = config
         self.out = Path(config.out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
+        latest = ckpt.latest_checkpoint(self.out / "checkpoints") if resume else None
+        if latest is None:
+            self.clear_outputs(keep_sft_data=resume)
         if config.threads:
             torch.set_num_threads(config.threads)
         seed_everything(config.seed)
         self.models = load_models(config)
         self.model = self.models.model
-        optim = config.optim
-        self.optimizer = torch.optim.AdamW(
-            [p for p in self.model.parameters() if p.requires_grad],
-            lr=optim.lr,
-            betas=optim.betas,
-            weight_decay=optim.weight_decay,
-        )
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self.lr_factor)
-        rollout = config.rollout
+        self.optimizer = self.new_optimizer()
+        optim, rollout = config.optim, config.rollout
         self.controller = RolloutController(
             ControlConfig(
                 selector=rollout.selector,
@@ -100,14 +110,13 @@ class Trainer:
             config.loss,
             micro_batch_size=optim.micro_batch_size,
             max_grad_norm=optim.max_grad_norm,
-            max_tokens=rollout.runner.max_episode_tokens or rollout.runner.sampling.max_tokens,
+            max_tokens=episode_token_budget(config),
             pad_id=self.models.pad_id,
             device=self.models.device,
             autocast=self.models.autocast,
         )
         self.step = 0
         self.sft_data: list[Sample] | None = None
-        latest = ckpt.latest_checkpoint(self.out / "checkpoints") if resume else None
         if latest is not None:
             self.load(latest)
         self.models.sync(self.step)
@@ -124,29 +133,36 @@ class Trainer:
         returns the metrics of every step run."""
         config, history = self.config, []
         last = config.total_steps if until is None else min(until, config.total_steps)
-        started = time.perf_counter()
+        started, out_of_time = time.perf_counter(), False
         with TrainProgress(config.total_steps, self.step, enabled=config.log.progress) as bar:
             if config.log.eval_every and self.step == 0:
                 self.metrics.log(0, self.evaluate())
-            while self.step < last:
+            while self.step < last and not out_of_time:
                 metrics = self.sft_step() if self.step < config.sft.steps else self.rl_step()
                 if config.log.eval_every and self.step % config.log.eval_every == 0:
                     metrics.update(self.evaluate())
-                history.append({"step": self.step, **metrics})
-                if self.step % config.log.every == 0 or self.step == last:
-                    self.metrics.log(self.step, metrics)
-                bar.update(self.step, metrics)
                 out_of_time = (
                     config.time_limit_s is not None and time.perf_counter() - started > config.time_limit_s
                 )
+                if out_of_time and self.step < last:
+                    metrics["run/stopped_for"] = "time_limit"
+                history.append({"step": self.step, **metrics})
+                if self.step % config.log.every == 0 or self.step == last or out_of_time:
+                    self.metrics.log(self.step, metrics)
+                bar.update(self.step, metrics)
                 if (config.checkpoint_every and self.step % config.checkpoint_every == 0) or out_of_time:
                     self.save()
-                if out_of_time:
-                    logger.info("time limit of %s s reached at step %d", config.time_limit_s, self.step)
-                    break
         if not (self.out / "checkpoints" / f"step-{self.step:06d}").exists():
             self.save()
         self.metrics.close()
+        if self.step < last:  # after the progress display is gone, so that the warning stands out
+            logger.warning(
+                "STOPPED FOR THE TIME LIMIT (time_limit_s = %g) at step %d of %d, checkpoint saved; "
+                "run the same command again to continue, or raise time_limit_s",
+                config.time_limit_s,
+                self.step,
+                last,
+            )
         return history
 
     def rl_step(self) -> dict[str, Any]:
@@ -164,6 +180,7 @@ class Trainer:
                 rescued += was_rescued
         samples = samples_from_groups(groups, config.loss.estimator or "grpo")
         stats: dict[str, float] = {}
+        self._set_lr()
         if samples:
             samples = fill_old_logprobs(
                 self.model, samples, self.settings, force=config.optim.recompute_old_logprobs
@@ -172,6 +189,9 @@ class Trainer:
                 stats = policy_update(
                     self.model, self.optimizer, samples, self.settings, self.models.reference
                 )
+                if stats["update/skipped"]:
+                    logger.info("step %d: every advantage is 0 (no signal); no optimizer step", self.step + 1)
+                    break
         else:
             logger.warning("step %d: no trajectory with policy tokens; no update", self.step + 1)
         if self.replay is not None:
@@ -192,15 +212,25 @@ class Trainer:
         rng = np.random.default_rng(self.config.seed * 1_000_003 + self.step)
         size = min(self.config.sft.batch_size, len(self.sft_data))
         batch = [self.sft_data[i] for i in rng.choice(len(self.sft_data), size=size, replace=False)]
+        self._set_lr()
         stats = sft_update(self.model, self.optimizer, batch, self.settings)
         return {**stats, **self._advance(started, batch)}
 
+    def begin_rl(self) -> None:
+        """After the warm start: RL gets a fresh AdamW (SFT's moments belong to another loss and LR),
+        and the KL reference becomes the warm-started model, as in DeepSeekMath (§4.1) and TRL."""
+        self.optimizer = self.new_optimizer()
+        if self.models.reference is not None:
+            self.models.reference.freeze()
+        logger.info("step %d: warm start done; RL starts with a fresh optimizer", self.step)
+
     def _advance(self, started: float, samples: Sequence[Sample]) -> dict[str, float]:
-        """After an update: the LR schedule and the step move on and the rollout weights follow;
-        returns the step's optimizer and speed metrics."""
+        """After an update: the step moves on and the rollout weights follow; returns the step's
+        optimizer and speed metrics."""
         lr = self.optimizer.param_groups[0]["lr"]  # the LR this step's update used
-        self.scheduler.step()
         self.step += 1
+        if self.step == self.config.sft.steps:
+            self.begin_rl()
         self.models.sync(self.step)
         step_s = time.perf_counter() - started
         tokens = sum(len(s.input_ids) for s in samples)
@@ -212,30 +242,44 @@ class Trainer:
         }
 
     def collect_sft_data(self) -> list[Sample]:
-        """Run the teacher, keep what passes `min_reward` (cached in out_dir/sft_data.jsonl)."""
-        config, path = self.config, self.out / "sft_data.jsonl"
-        if path.exists():
+        """Run the teacher, keep what passes `min_reward`. Cached in out_dir/sft_data.jsonl beside
+        the settings that made it (`sft_data_source`); made again when those differ."""
+        config, path, source_path = self.config, self.out / SFT_DATA, self.out / SFT_SOURCE
+        source = sft_data_source(config)
+        stored = json.loads(source_path.read_text(encoding="utf-8")) if source_path.exists() else {}
+        if path.exists() and stored == source:
             kept = list(read_jsonl(path))
         else:
-            teacher = make_policy(config.sft.teacher) if config.sft.teacher else self.models.policy
-            specs = episodes_for_env(
-                config.env.id, config.sft.episodes, kwargs=config.env.kwargs, seed=config.seed + 1
-            )
-            result = Runner(teacher, self.runner_config()).run(specs)
-            order = {spec.id: i for i, spec in enumerate(specs)}  # the runner yields them as they finish
-            finished = sorted(result.trajectories, key=lambda t: order.get(t.id, len(order)))
-            kept = filter_trajectories(finished, config.sft.min_reward)
-            logger.info("SFT data: kept %d of %d trajectories", len(kept), len(result.trajectories))
+            if path.exists():
+                changed = sorted(k for k in source.keys() | stored.keys() if source.get(k) != stored.get(k))
+                logger.warning(
+                    "%s was made with other settings (%s); making it again", path, ", ".join(changed)
+                )
+            source_path.unlink(missing_ok=True)
+            kept = self._run_teacher()
             write_jsonl(kept, path)
+            source_path.write_text(json.dumps(source, indent=2), encoding="utf-8")
         if not kept:
-            from gfcr.errors import ConfigError
-
             raise ConfigError(
                 f"no trajectory reached [sft] min_reward = {config.sft.min_reward}; lower it or use a "
                 "stronger teacher (e.g. teacher = 'scripted:oracle')"
             )
         chat = self.models.policy.chat  # type: ignore[attr-defined]  # hf: and vllm: policies have one
         return sft_samples(kept, chat, config.env.kwargs)
+
+    def _run_teacher(self) -> list[Trajectory]:
+        """The teacher's episodes that pass `min_reward`, in the order of their specs."""
+        config = self.config
+        teacher = make_policy(config.sft.teacher) if config.sft.teacher else self.models.policy
+        specs = episodes_for_env(
+            config.env.id, config.sft.episodes, kwargs=config.env.kwargs, seed=config.seed + 1
+        )
+        result = Runner(teacher, self.runner_config()).run(specs)
+        order = {spec.id: i for i, spec in enumerate(specs)}  # the runner yields them as they finish
+        finished = sorted(result.trajectories, key=lambda t: order.get(t.id, len(order)))
+        kept = filter_trajectories(finished, config.sft.min_reward)
+        logger.info("SFT data: kept %d of %d trajectories", len(kept), len(result.trajectories))
+        return kept
 
     def evaluate(self) -> dict[str, float]:
         """Mean reward of the current policy on `eval_episodes` fixed episodes."""
@@ -255,6 +299,20 @@ class Trainer:
         """How rollouts, SFT data and evaluations are run: `[rollout]`'s runner settings."""
         return self.config.rollout.runner
 
+    def new_optimizer(self) -> torch.optim.Optimizer:
+        """AdamW over the trainable weights (its LR is set before each update: `lr_factor`)."""
+        optim = self.config.optim
+        return torch.optim.AdamW(
+            [p for p in self.model.parameters() if p.requires_grad],
+            lr=optim.lr,
+            betas=optim.betas,
+            weight_decay=optim.weight_decay,
+        )
+
+    def _set_lr(self) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.config.optim.lr * self.lr_factor(self.step)
+
     def lr_factor(self, step: int) -> float:
         """LR multiplier at optimizer step `step`: the SFT LR first, then warmup and the schedule."""
         config, optim = self.config, self.config.optim
@@ -272,17 +330,29 @@ class Trainer:
 
     # -- checkpoints -----------------------------------------------------------------------------
 
+    def clear_outputs(self, *, keep_sft_data: bool) -> None:
+        """Starting over: remove the checkpoints and replay buffer an earlier run left in out_dir,
+        and its SFT data unless `keep_sft_data` (metrics and TensorBoard events: `MetricLogger`)."""
+        ckpt.remove_checkpoints(self.out / "checkpoints")
+        names = REPLAY_FILES if keep_sft_data else (*REPLAY_FILES, SFT_DATA, SFT_SOURCE)
+        for name in names:
+            if (self.out / name).exists():
+                (self.out / name).unlink()
+                logger.info("starting over: removed %s", self.out / name)
+
     def save(self) -> Path:
         """Write a checkpoint of everything a resumed run needs; keep the newest few."""
         directory = self.out / "checkpoints"
+        reference = self.models.reference
+        warm_started = 0 < self.config.sft.steps <= self.step  # the reference is no longer the initial model
         state = {
             "trainable": ckpt.trainable_state(self.model),
             "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
             "rng": ckpt.rng_state(),
             "controller": self.controller.state_dict(),
             "replay": self.replay.state_dict() if self.replay is not None else None,
             "config": self.config.to_dict(),
+            "reference": reference.state_dict() if reference is not None and warm_started else None,
         }
         path = ckpt.save_checkpoint(directory, self.step, state, self.model, self.models.tokenizer)
         ckpt.prune_checkpoints(directory, self.config.keep_checkpoints)
@@ -298,7 +368,8 @@ class Trainer:
                 if name in trainable:
                     param.copy_(trainable[name].to(param.device, param.dtype))
         self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
+        if self.models.reference is not None and state.get("reference") is not None:
+            self.models.reference.load_state_dict(state["reference"])
         self.controller.load_state_dict(state["controller"])
         if self.replay is not None and state.get("replay") is not None:
             self.replay.load_state_dict(state["replay"])
@@ -323,6 +394,41 @@ def rollout_metrics(
         "rollout/turns_mean": float(np.mean([len(t.steps) for t in trajectories])) if trajectories else 0.0,
         "rollout/completion_tokens_mean": float(np.mean(lengths)) if lengths else 0.0,
     }
+
+
+def episode_token_budget(config: TrainConfig) -> int:
+    """The most completion tokens one episode can hold, Dr. GRPO's constant L_max: the runner's
+    `max_episode_tokens`, else `max_tokens` per turn times the turns (`max_turns`, else the env's).
+
+    >>> from gfcr.trainers import TrainConfig
+    >>> episode_token_budget(TrainConfig.from_dict({"model": {"path": "m"}, "env": {"id": "gfcr/ToolUse-v0"},
+    ...                                             "rollout": {"max_tokens": 24}}))  # the env's 3 turns
+    72
+    """
+    runner = config.rollout.runner
+    if runner.max_episode_tokens is not None:
+        return runner.max_episode_tokens
+    turns = runner.max_turns
+    if turns is None:
+        env = gym.make(config.env.id, **config.env.kwargs)
+        turns = int(getattr(env.unwrapped, "max_turns", 1))  # every gfcr env (a TextEnv) has one
+        env.close()
+    return runner.sampling.max_tokens * turns
+
+
+def sft_data_source(config: TrainConfig) -> dict[str, Any]:
+    """The settings that decide the SFT data (`sft_data.jsonl` is made again when they change):
+    the teacher, its episodes and filter, the env, the seed and the runner's settings."""
+    source = {
+        "sft.teacher": config.sft.teacher or f"the model {config.model.path}",
+        "sft.episodes": config.sft.episodes,
+        "sft.min_reward": config.sft.min_reward,
+        "env.id": config.env.id,
+        "env.kwargs": config.env.kwargs,
+        "seed": config.seed,
+        "rollout": to_dict(config.rollout.runner),
+    }
+    return json.loads(json.dumps(source, default=str))  # as it reads back from the file
 
 
 def seed_everything(seed: int) -> None:

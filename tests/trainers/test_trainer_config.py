@@ -114,3 +114,19 @@ def test_every_trainer_setting_declares_its_help_text():
     assert len(sections) == 8
     for cls in (TrainConfig, *sections):
         assert all(s.help.strip() for s in settings(cls)), cls.__name__
+
+
+def test_dr_grpo_constant_is_the_episode_token_budget(make_config):
+    """Regression: without `max_episode_tokens`, Dr. GRPO divided by one turn's `max_tokens`, so a
+    multi-turn episode could hold more tokens than the constant it is normalised by."""
+    from gfcr.trainers import Trainer
+    from gfcr.trainers.trainer import episode_token_budget
+
+    def budget(**rollout):
+        return episode_token_budget(TrainConfig.from_dict({**BASE, "rollout": {"max_tokens": 6, **rollout}}))
+
+    assert budget() == 6 * 3  # ToolUse's own 3 turns
+    assert budget(max_turns=2) == 6 * 2
+    assert budget(max_turns=2, max_episode_tokens=10) == 10
+    trainer = Trainer(make_config(loss={"name": "dr_grpo"}, rollout={"max_tokens": 6, "max_turns": 2}))
+    assert trainer.settings.max_tokens == 12

@@ -1,6 +1,8 @@
-"""LoRA: only adapters train; the reference is the model with adapters off; checkpoints resume exactly."""
+"""LoRA: only adapters train, with a KL to the reference; checkpoints resume exactly and load from anywhere."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 import torch
@@ -30,3 +32,13 @@ def test_lora_trains_only_adapters_with_a_kl_to_the_base(make_config):
     for name, p in resumed.model.named_parameters():
         if "lora_" in name:
             torch.testing.assert_close(p, dict(trainer.model.named_parameters())[name], rtol=0, atol=0)
+
+
+def test_saved_adapter_names_its_base_model_by_absolute_path(make_config, tiny_model, monkeypatch):
+    """Regression: the adapter stored the base model path as written, so a relative one broke
+    when the checkpoint was loaded from another directory."""
+    monkeypatch.chdir(tiny_model.parent)
+    config = make_config(model={"path": tiny_model.name, "lora_rank": 4, "lora_targets": ["q_proj"]})
+    checkpoint = Trainer(config).save()
+    adapter = json.loads((checkpoint / "model" / "adapter_config.json").read_text())
+    assert adapter["base_model_name_or_path"] == str(tiny_model.resolve())

@@ -103,6 +103,18 @@ def test_clipping_is_active_in_the_random_batches(name):
 
 
 @pytest.mark.parametrize("name", LOSSES)
+@pytest.mark.parametrize("log_ratio", [0.5, -0.5])
+def test_clip_frac_counts_only_tokens_where_the_clip_binds(name, log_ratio):
+    """Regression: tokens out of the clip band were counted whatever the advantage's sign. As TRL
+    counts it, the clip binds only above 1 + ε_high with A > 0 and below 1 − ε_low with A < 0."""
+    logp = np.full((2, 3), -1.0)
+    old = logp - log_ratio  # every ratio is e^±0.5, out of every loss's band
+    mask = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
+    out, _ = torch_loss(name, logp, old, np.array([1.0, -1.0]), mask)
+    assert out.clipped_tokens == (2 if log_ratio > 0 else 3)  # sequence 0's tokens, or sequence 1's
+
+
+@pytest.mark.parametrize("name", LOSSES)
 def test_zero_variance_group_gives_zero_gradient(name):
     logp, old, ref, mask, _ = random_batch(1)
     adv = group_advantages([1.0] * logp.shape[0], "grpo")  # every sample solved: no signal

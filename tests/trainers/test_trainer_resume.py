@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import torch
 
@@ -57,6 +58,37 @@ def test_training_changes_parameters_and_logs_the_documented_keys(make_config):
         "loss/policy",
         "loss/kl",
         "perf/tokens_per_s",
+        "update/skipped",
     ):
         assert key in history[-1], key
     assert (trainer.out / "checkpoints" / "step-000001" / "model" / "config.json").exists()
+
+
+def test_no_resume_starts_clean(make_config):
+    """Regression: --no-resume left the earlier run's checkpoints and TensorBoard events in
+    out_dir, so its curves overlapped the new run's."""
+    config = make_config(log={"tensorboard": True}, steps=1, checkpoint_every=1)
+    first = Trainer(config)
+    first.train()
+    events = list((first.out / "tensorboard").glob("events.out.tfevents.*"))
+    assert events and checkpoints(first.out / "checkpoints")
+    again = Trainer(config, resume=False)
+    again.metrics.close()
+    assert again.step == 0 and not checkpoints(again.out / "checkpoints")
+    assert not any(path.exists() for path in events)
+    assert not (again.out / "metrics.jsonl").read_text()
+
+
+def test_time_limit_stop_is_loud(make_config, caplog):
+    """Regression: a run cut short by `time_limit_s` looked like any other. It warns, and its
+    last metrics say why it stopped."""
+    trainer = Trainer(make_config(steps=3, time_limit_s=0.0))
+    with caplog.at_level(logging.WARNING):
+        history = trainer.train()
+    assert [m["step"] for m in history] == [1]
+    assert history[-1]["run/stopped_for"] == "time_limit"
+    assert json.loads((trainer.out / "metrics.jsonl").read_text().splitlines()[-1])["run/stopped_for"] == (
+        "time_limit"
+    )
+    assert any(r.levelno == logging.WARNING and "TIME LIMIT" in r.getMessage() for r in caplog.records)
+    assert (trainer.out / "checkpoints" / "step-000001").exists()

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import copy
 import random
+from dataclasses import replace
 
 import pytest
 import torch
 
 from gfcr.trainers.batching import Sample, collate, token_logprobs
 from gfcr.trainers.config import LossConfig
-from gfcr.trainers.update import UpdateSettings, accumulate_gradients, fill_old_logprobs
+from gfcr.trainers.update import UpdateSettings, accumulate_gradients, fill_old_logprobs, policy_update
 
 
 @pytest.fixture(scope="module")
@@ -93,3 +95,19 @@ def test_fill_old_logprobs_recomputes_missing_ones_and_keeps_replayed(model):
     mask = torch.tensor(missing.loss_mask[1:], dtype=torch.bool)
     torch.testing.assert_close(got[mask], expected[mask])
     assert torch.all(got[~mask] == 0.0)
+
+
+def test_a_batch_without_signal_takes_no_optimizer_step(model):
+    """Regression: with every advantage 0, AdamW still moved the weights (momentum from earlier
+    steps, and a KL term alone scaled up to a full step). The step is skipped, and says so."""
+    model = copy.deepcopy(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    settings = UpdateSettings(LossConfig(name="grpo", beta=0.1), micro_batch_size=4, max_tokens=16)
+    far_reference = lambda batch: torch.full(batch.loss_mask.shape, -3.0)  # noqa: E731  # KL > 0
+    samples = _samples(4, seed=3)
+    assert policy_update(model, optimizer, samples, settings, far_reference)["update/skipped"] == 0.0
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    no_signal = [replace(s, advantage=0.0) for s in samples]
+    stats = policy_update(model, optimizer, no_signal, settings, far_reference)
+    assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())
+    assert stats["update/skipped"] == 1.0
