@@ -3,7 +3,8 @@ token-in-token-out rollouts, with an optional supervised warm start (rejection-s
 fine-tuning), LoRA, checkpoint/resume, JSONL and TensorBoard logs. `gfcr train CONFIG.toml`.
 
 Modules, one idea each: `config` (the TOML sections), `losses` (the objectives), `batching`
-(trajectories to tensors), `update` (gradient accumulation and the optimizer step), `models`
+(trajectories to tensors), `rollout` (one step's rollouts: dynamic sampling, overlong penalty,
+rollout metrics), `update` (gradient accumulation and the optimizer step), `models`
 (policy, trained model, reference, weight sync), `sft` (warm start), `checkpoint`, `logging`,
 `trainer` (the loop).
 """

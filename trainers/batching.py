@@ -36,8 +36,9 @@ class Sample:
         return sum(self.loss_mask)
 
 
-def sample_from_trajectory(trajectory: Trajectory, advantage: float) -> Sample:
+def sample_from_trajectory(trajectory: Trajectory, advantage: float, reward: float | None = None) -> Sample:
     """The sample of one trajectory; it must carry token data (from a `TokenPolicy`: hf:, vllm:).
+    `reward` is the one its advantage came from (None: the trajectory's task reward).
 
     >>> from gfcr.core import TokenData
     >>> t = Trajectory("e", "t", "x", tokens=TokenData([1, 2], [3, 4, 5], [1, 0, 1], [-0.5, 0.0, -0.25]))
@@ -57,23 +58,29 @@ def sample_from_trajectory(trajectory: Trajectory, advantage: float) -> Sample:
         loss_mask=[0] * prompt + list(tokens.loss_mask),
         old_logprobs=[0.0] * prompt + list(tokens.logprobs),
         advantage=float(advantage),
-        reward=trajectory.total_reward,
+        reward=trajectory.total_reward if reward is None else float(reward),
         replayed=bool(trajectory.signals.get("replayed", False)),
     )
 
 
-def samples_from_groups(groups: Mapping[str, Sequence[Trajectory]], estimator: str = "grpo") -> list[Sample]:
-    """Samples of every group, with Filter's group-normalised advantages (`group_advantages`).
+def samples_from_groups(
+    groups: Mapping[str, Sequence[Trajectory]],
+    estimator: str = "grpo",
+    reward: Callable[[Trajectory], float] | None = None,
+) -> list[Sample]:
+    """Samples of every group, with Filter's group-normalised advantages (`group_advantages`) of
+    `reward(trajectory)` (None: the task reward; e.g. `OverlongPenalty.reward` to shape it).
 
     Trajectories with no sampled token (an episode that failed before the policy spoke) are left
     out after the advantages are computed, so they still count in their group's baseline.
     """
     samples = []
     for group in groups.values():
-        advantages = group_advantages([t.total_reward for t in group], estimator)
-        for trajectory, advantage in zip(group, advantages, strict=True):
+        rewards = [t.total_reward if reward is None else reward(t) for t in group]
+        advantages = group_advantages(rewards, estimator)
+        for trajectory, r, advantage in zip(group, rewards, advantages, strict=True):
             if trajectory.tokens is not None and sum(trajectory.tokens.loss_mask) > 0:
-                samples.append(sample_from_trajectory(trajectory, float(advantage)))
+                samples.append(sample_from_trajectory(trajectory, float(advantage), r))
     return samples
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gfcr.agents import RunnerConfig
+from gfcr.control import SELECTORS
 from gfcr.core import config
 from gfcr.core.config import setting
 from gfcr.errors import ConfigError, UnknownNameError
@@ -75,7 +76,10 @@ class RolloutConfig:
     )
     prompts_per_step: int = setting(8, "G: groups per optimizer step.")
     group_size: int = setting(8, "K: samples per prompt (>= 2 for group advantages).")
-    selector: str = setting("uniform", "Control's prompt selector: uniform | greso | vcrl | thompson.")
+    selector: str = setting(
+        "uniform",
+        "Control's prompt selector: uniform | greso | vcrl | thompson (also dynamic sampling's).",
+    )
     vllm_options: dict[str, Any] = setting(
         default_factory=dict, help="vllm.LLM keywords (gpu_memory_utilization …)."
     )
@@ -94,6 +98,78 @@ class RolloutConfig:
             )
         if self.prompts_per_step < 1:
             raise ConfigError(f"[rollout] prompts_per_step must be >= 1, got {self.prompts_per_step}")
+        if self.selector not in SELECTORS:
+            raise UnknownNameError(
+                "selector", self.selector, SELECTORS, hint="Set [rollout] selector to one of them"
+            )
+
+
+@dataclass(frozen=True)
+class DynamicSamplingConfig:
+    """`[dynamic_sampling]`: DAPO's dynamic sampling (Yu et al. 2025, §3.2) with
+    `gfcr.control.DynamicSampling`."""
+
+    filter_groups: bool = setting(
+        False,
+        "Drop groups whose rewards are all equal and sample fresh prompts ([rollout] selector) in rounds "
+        "until prompts_per_step informative groups are found.",
+    )
+    oversample: float = setting(1.5, "Each round samples ceil(missing groups × oversample) prompts.")
+    max_rounds: int = setting(8, "Rounds per step at most; the batch may then be short (a warning says so).")
+
+    def __post_init__(self) -> None:
+        if self.oversample < 1.0:
+            raise ConfigError(
+                f"[dynamic_sampling] oversample must be >= 1.0 (1.0: no over-sampling), got {self.oversample}"
+            )
+        if self.max_rounds < 1:
+            raise ConfigError(f"[dynamic_sampling] max_rounds must be >= 1, got {self.max_rounds}")
+
+
+@dataclass(frozen=True)
+class OverlongPenaltyConfig:
+    """`[overlong_penalty]`: DAPO's soft overlong punishment (Yu et al. 2025, eq. 13) added to each
+    episode's reward, on the policy's own tokens (`gfcr.filter.overlong_penalty`)."""
+
+    enabled: bool = setting(False, "Add the penalty to the task reward of every episode trained on.")
+    max_length: int | None = setting(
+        None,
+        "Policy tokens per episode at which the penalty reaches -1 (None: the episode's token budget, "
+        "max_episode_tokens, else max_tokens × turns).",
+    )
+    cache_length: int | None = setting(
+        None,
+        "The penalty ramps from 0 to -1 over the last cache_length tokens before max_length "
+        "(None: a fifth of max_length, as DAPO's 4,096 of 20,480).",
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("max_length", "cache_length"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"[overlong_penalty] {name} must be >= 1 (or unset), got {value}")
+        if self.max_length is not None and self.cache_length is not None:
+            check_overlong_lengths(self.max_length, self.cache_length)
+
+    def lengths(self, budget: int) -> tuple[int, int]:
+        """(max_length, cache_length), the unset ones from the episode's token budget.
+
+        >>> OverlongPenaltyConfig(enabled=True).lengths(1000)
+        (1000, 200)
+        """
+        max_length = self.max_length or budget
+        cache_length = self.cache_length or max(1, max_length // 5)
+        check_overlong_lengths(max_length, cache_length)
+        return max_length, cache_length
+
+
+def check_overlong_lengths(max_length: int, cache_length: int) -> None:
+    if cache_length > max_length:
+        raise ConfigError(
+            f"[overlong_penalty] cache_length must be <= max_length (the penalty ramps over the last "
+            f"cache_length tokens before max_length), got cache_length = {cache_length} > "
+            f"max_length = {max_length}; lower cache_length or raise max_length"
+        )
 
 
 @dataclass(frozen=True)
@@ -196,6 +272,12 @@ class TrainConfig:
     loss: LossConfig = setting(default_factory=LossConfig, help="The policy loss.")
     optim: OptimConfig = setting(default_factory=OptimConfig, help="The optimizer.")
     sft: SFTConfig = setting(default_factory=SFTConfig, help="The supervised warm start.")
+    dynamic_sampling: DynamicSamplingConfig = setting(
+        default_factory=DynamicSamplingConfig, help="DAPO's dynamic sampling (Control)."
+    )
+    overlong_penalty: OverlongPenaltyConfig = setting(
+        default_factory=OverlongPenaltyConfig, help="DAPO's overlong reward shaping (Filter)."
+    )
     replay: ReplaySection = setting(default_factory=ReplaySection, help="The replay buffer.")
     log: LogConfig = setting(default_factory=LogConfig, help="Metrics, progress and evaluation.")
     steps: int = setting(100, "RL optimizer steps (after the SFT steps).")

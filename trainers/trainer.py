@@ -3,10 +3,11 @@
 One RL step:
 
 1. Control picks `prompts_per_step` prompts and `group_size` samples each; the vectorized runner
-   plays them (token-in-token-out, multi-turn, tools) with the current policy;
-2. Filter turns each group's rewards into advantages (`gfcr.filter.group_advantages`); with a
-   replay buffer, an all-failed group gets a stored correct response (AR3PO rescue) that keeps
-   its old policy's logprobs;
+   plays them (token-in-token-out, multi-turn, tools) with the current policy; with DAPO's dynamic
+   sampling, in rounds until every group has a reward spread (`rollout.py`);
+2. Filter turns each group's rewards (plus DAPO's overlong penalty, if configured) into advantages
+   (`gfcr.filter.group_advantages`); with a replay buffer, an all-failed group gets a stored
+   correct response (AR3PO rescue) that keeps its old policy's logprobs;
 3. the loss (`losses.py`) is accumulated over micro-batches and AdamW takes a clipped step
    (none when every advantage is 0: `update.policy_update`);
 4. the rollout engine gets the new weights, metrics are logged, a checkpoint is written every
@@ -47,13 +48,13 @@ from gfcr.control import ControlConfig, RolloutController
 from gfcr.core import Trajectory, read_jsonl, write_jsonl
 from gfcr.core.config import to_dict
 from gfcr.errors import ConfigError
-from gfcr.generate.groups import group_by_task
 from gfcr.replay import ReplayBuffer, ReplayConfig
 from gfcr.trainers import checkpoint as ckpt
 from gfcr.trainers.batching import Sample, samples_from_groups
 from gfcr.trainers.config import TrainConfig
 from gfcr.trainers.logging import MetricLogger, TrainProgress
 from gfcr.trainers.models import load_models
+from gfcr.trainers.rollout import OverlongPenalty, Rollouts, StepRollout, rollout_metrics
 from gfcr.trainers.sft import filter_trajectories, sft_samples
 from gfcr.trainers.update import UpdateSettings, fill_old_logprobs, policy_update, sft_update
 
@@ -100,17 +101,27 @@ class Trainer:
             if config.replay.enabled
             else None
         )
-        self.runner = Runner(
-            self.models.policy, self.runner_config(), controller=self.controller, replay=self.replay
-        )
-        self.tasks = episodes_for_env(
+        tasks = episodes_for_env(
             config.env.id, config.env.num_tasks, kwargs=config.env.kwargs, seed=config.seed
         )
+        self.rollouts = Rollouts(self.models.policy, config, self.controller, self.replay, tasks)
+        budget = episode_token_budget(config)
+        self.overlong = (
+            OverlongPenalty(*config.overlong_penalty.lengths(budget))
+            if config.overlong_penalty.enabled
+            else None
+        )
+        if config.dynamic_sampling.filter_groups and self.replay is not None and config.replay.rescue:
+            logger.warning(
+                "[replay] rescue has nothing to rescue with [dynamic_sampling] filter_groups: all-failed "
+                "groups are dropped and replaced by fresh prompts before it runs; use one or the other"
+            )
+        self.last_rollout: StepRollout | None = None  # the latest RL step's, for inspection
         self.settings = UpdateSettings(
             config.loss,
             micro_batch_size=optim.micro_batch_size,
             max_grad_norm=optim.max_grad_norm,
-            max_tokens=episode_token_budget(config),
+            max_tokens=budget,
             pad_id=self.models.pad_id,
             device=self.models.device,
             autocast=self.models.autocast,
@@ -169,16 +180,15 @@ class Trainer:
         """One RL step: rollout, advantages, update, weight sync."""
         config = self.config
         started = time.perf_counter()
-        result = self.runner.run(self.tasks)
+        self.last_rollout = rollout = self.rollouts.collect()
         rollout_s = time.perf_counter() - started
-        self.controller.observe(result.trajectories)
-        groups = group_by_task(result.trajectories)
-        rescued = 0
+        groups, rescued = rollout.groups, 0
         if self.replay is not None and config.replay.rescue:
             for task_id, group in groups.items():
                 groups[task_id], was_rescued = self.replay.rescue(group)
                 rescued += was_rescued
-        samples = samples_from_groups(groups, config.loss.estimator or "grpo")
+        reward = self.overlong.reward if self.overlong is not None else None
+        samples = samples_from_groups(groups, config.loss.estimator or "grpo", reward)
         stats: dict[str, float] = {}
         self._set_lr()
         if samples:
@@ -193,12 +203,14 @@ class Trainer:
                     logger.info("step %d: every advantage is 0 (no signal); no optimizer step", self.step + 1)
                     break
         else:
-            logger.warning("step %d: no trajectory with policy tokens; no update", self.step + 1)
+            logger.warning("step %d: no group with policy tokens to train on; no update", self.step + 1)
         if self.replay is not None:
             self.replay.evict(current_version=self.step + 1)  # the version this step produces
         return {
-            **rollout_metrics(result.trajectories, groups),
+            **rollout_metrics(rollout, self.overlong),
             "rollout/rescued": rescued,
+            "rollout/samples_total": self.rollouts.samples_total,
+            "rollout/tokens_total": self.rollouts.tokens_total,
             **stats,
             "perf/rollout_s": rollout_s,
             **self._advance(started, samples),
@@ -350,6 +362,7 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "rng": ckpt.rng_state(),
             "controller": self.controller.state_dict(),
+            "rollouts": self.rollouts.state_dict(),
             "replay": self.replay.state_dict() if self.replay is not None else None,
             "config": self.config.to_dict(),
             "reference": reference.state_dict() if reference is not None and warm_started else None,
@@ -371,29 +384,13 @@ class Trainer:
         if self.models.reference is not None and state.get("reference") is not None:
             self.models.reference.load_state_dict(state["reference"])
         self.controller.load_state_dict(state["controller"])
+        if state.get("rollouts") is not None:  # checkpoints before the counters have none
+            self.rollouts.load_state_dict(state["rollouts"])
         if self.replay is not None and state.get("replay") is not None:
             self.replay.load_state_dict(state["replay"])
         ckpt.set_rng_state(state["rng"])
         self.step = int(state["step"])
         logger.info("resumed from %s (step %d)", checkpoint, self.step)
-
-
-def rollout_metrics(
-    trajectories: Sequence[Trajectory], groups: dict[str, list[Trajectory]]
-) -> dict[str, float]:
-    """Reward, spread and length statistics of one step's rollouts."""
-    rewards = np.array([t.total_reward for t in trajectories if t.status == "ok"] or [0.0])
-    zero_std = [float(np.std([t.total_reward for t in g]) == 0.0) for g in groups.values()]
-    lengths = [sum(t.tokens.loss_mask) for t in trajectories if t.tokens is not None]
-    return {
-        "rollout/reward_mean": float(rewards.mean()),
-        "rollout/reward_std": float(rewards.std()),
-        "rollout/frac_zero_std": float(np.mean(zero_std)) if zero_std else 0.0,
-        "rollout/episodes": len(trajectories),
-        "rollout/failed": sum(t.status == "failed" for t in trajectories),
-        "rollout/turns_mean": float(np.mean([len(t.steps) for t in trajectories])) if trajectories else 0.0,
-        "rollout/completion_tokens_mean": float(np.mean(lengths)) if lengths else 0.0,
-    }
 
 
 def episode_token_budget(config: TrainConfig) -> int:

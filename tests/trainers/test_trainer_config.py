@@ -34,11 +34,33 @@ def test_each_loss_gets_its_papers_defaults(name, low, high, estimator):
         ({"rollout": {"backend": "sglang"}}, "unknown rollout backend"),
         ({"modle": {}}, "did you mean 'model'"),
         ({"model": {"path": "m", "lora_rank": -1}}, "lora_rank must be >= 0"),
+        (
+            {"rollout": {"selector": "thomson"}},
+            r"\[rollout\] unknown selector 'thomson'; did you mean 'thompson'\? Known: greso, thompson, uniform, vcrl",
+        ),
+        ({"dynamic_sampling": {"oversample": 0.5}}, r"\[dynamic_sampling\] oversample must be >= 1.0"),
+        ({"dynamic_sampling": {"max_rounds": 0}}, r"\[dynamic_sampling\] max_rounds must be >= 1, got 0"),
+        ({"dynamic_sampling": {"filter_group": True}}, "did you mean 'filter_groups'"),
+        ({"overlong_penalty": {"max_length": 0}}, r"\[overlong_penalty\] max_length must be >= 1"),
+        ({"overlong_penalty": {"cache_length": -4}}, r"\[overlong_penalty\] cache_length must be >= 1"),
+        (
+            {"overlong_penalty": {"max_length": 100, "cache_length": 200}},
+            r"cache_length must be <= max_length .* got cache_length = 200 > max_length = 100; lower cache_length",
+        ),
     ],
 )
 def test_bad_values_are_errors_that_say_what_is_allowed(data, message):
     with pytest.raises(ConfigError, match=message):
         TrainConfig.from_dict({**BASE, **data})
+
+
+def test_overlong_lengths_default_to_the_episode_budget_and_are_checked_against_it():
+    from gfcr.trainers.config import OverlongPenaltyConfig
+
+    assert OverlongPenaltyConfig(enabled=True).lengths(1000) == (1000, 200)  # DAPO's 4,096 of 20,480
+    assert OverlongPenaltyConfig(max_length=300, cache_length=50).lengths(1000) == (300, 50)
+    with pytest.raises(ConfigError, match="cache_length = 64 > max_length = 18"):
+        OverlongPenaltyConfig(cache_length=64).lengths(18)  # max_length unset: the budget, 18
 
 
 def test_missing_section_is_named():
@@ -48,14 +70,26 @@ def test_missing_section_is_named():
 
 def test_toml_round_trip_and_overrides(tmp_path):
     path = tmp_path / "c.toml"
-    path.write_text('steps = 3\n[model]\npath = "m"\n[env]\nid = "gfcr/ToolUse-v0"\n[optim]\nlr = 0.01\n')
+    path.write_text(
+        'steps = 3\n[model]\npath = "m"\n[env]\nid = "gfcr/ToolUse-v0"\n[optim]\nlr = 0.01\n'
+        '[rollout]\nselector = "thompson"\n'
+        "[dynamic_sampling]\nfilter_groups = true\noversample = 2.0\nmax_rounds = 4\n"
+        "[overlong_penalty]\nenabled = true\nmax_length = 512\ncache_length = 128\n"
+    )
     config = TrainConfig.from_toml(path)
     assert (config.steps, config.optim.lr) == (3, 0.01)
+    dynamic, overlong = config.dynamic_sampling, config.overlong_penalty
+    assert (dynamic.filter_groups, dynamic.oversample, dynamic.max_rounds) == (True, 2.0, 4)
+    assert (overlong.enabled, overlong.max_length, overlong.cache_length) == (True, 512, 128)
+    defaults = TrainConfig.from_dict(BASE)
+    assert not defaults.dynamic_sampling.filter_groups and not defaults.overlong_penalty.enabled
     data = _apply_overrides(
-        config.to_dict(), ["steps=5", "optim.lr=2e-3", "loss.name=dapo", "model.path=other"]
+        config.to_dict(),
+        ["steps=5", "optim.lr=2e-3", "loss.name=dapo", "model.path=other", "dynamic_sampling.max_rounds=6"],
     )
     again = TrainConfig.from_dict(data)
     assert (again.steps, again.optim.lr, again.loss.name, again.model.path) == (5, 2e-3, "dapo", "other")
+    assert again.dynamic_sampling.max_rounds == 6
     assert TrainConfig.from_dict(config.to_dict()) == config
 
 
@@ -111,7 +145,7 @@ def test_every_trainer_setting_declares_its_help_text():
     from gfcr.core.config import settings
 
     sections = [s.type for s in settings(TrainConfig) if is_dataclass(s.type)]
-    assert len(sections) == 8
+    assert len(sections) == 10
     for cls in (TrainConfig, *sections):
         assert all(s.help.strip() for s in settings(cls)), cls.__name__
 

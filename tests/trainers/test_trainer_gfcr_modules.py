@@ -1,0 +1,87 @@
+"""GFCR modules inside training: DAPO's dynamic sampling (Control) and overlong penalty (Filter)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gfcr.core import Step, TokenData, Trajectory
+from gfcr.filter import overlong_penalty
+from gfcr.filter.signals import response_length
+from gfcr.trainers import Trainer
+from gfcr.trainers.batching import samples_from_groups
+from gfcr.trainers.rollout import OverlongPenalty
+
+# 4 groups of 2 on the parity env (reward: odd action length): a group has no reward spread half
+# the time, so a step without dynamic sampling sends some zero-variance groups to the update.
+GROUPS = {"rollout": {"prompts_per_step": 4, "group_size": 2}, "steps": 2}
+
+
+def test_without_dynamic_sampling_zero_variance_groups_reach_the_update(make_config):
+    history = Trainer(make_config(**GROUPS)).train()
+    assert any(m["rollout/zero_variance_share"] > 0 for m in history)
+    assert all(m["rollout/rounds"] == 1 and m["rollout/episodes"] == 8 for m in history)
+    assert [m["rollout/samples_total"] for m in history] == [8, 16]
+
+
+def test_dynamic_sampling_keeps_zero_variance_groups_out_of_the_update(make_config):
+    config = make_config(dynamic_sampling={"filter_groups": True}, checkpoint_every=1, **GROUPS)
+    trainer = Trainer(config)
+    history = trainer.train()
+    for m in history:
+        assert m["rollout/zero_variance_share"] == 0.0
+        assert m["rollout/groups"] == 4 and m["rollout/rounds"] >= 1
+        assert m["rollout/episodes"] >= 12  # the first round over-samples: ceil(4 × 1.5) prompts of 2
+    assert trainer.last_rollout is not None and len(trainer.last_rollout.groups) == 4
+    for group in trainer.last_rollout.groups.values():  # the batch itself
+        assert len({t.total_reward for t in group}) > 1
+    episodes = [m["rollout/episodes"] for m in history]
+    assert [m["rollout/samples_total"] for m in history] == list(np.cumsum(episodes))
+    last_tokens = sum(response_length(t) for t in trainer.last_rollout.generated)
+    assert history[1]["rollout/tokens_total"] - history[0]["rollout/tokens_total"] == last_tokens
+    resumed = Trainer(config)  # the budget counters are part of the checkpoint
+    resumed.metrics.close()
+    assert (resumed.rollouts.samples_total, resumed.rollouts.tokens_total) == (
+        history[-1]["rollout/samples_total"],
+        history[-1]["rollout/tokens_total"],
+    )
+
+
+def _episode(reward: float, turns: list[int]) -> Trajectory:
+    """An episode whose policy turns have these token counts, with 5 observation tokens between."""
+    completion, mask = [], []
+    for i, n in enumerate(turns):
+        if i:
+            completion, mask = completion + [9] * 5, mask + [0] * 5
+        completion, mask = completion + [7] * n, mask + [1] * n
+    tokens = TokenData([1, 2], completion, mask, [-0.1 if m else 0.0 for m in mask])
+    return Trajectory("e", "t", "?", [Step("a", "", reward, True, False)], tokens=tokens)
+
+
+def test_overlong_penalty_lowers_a_long_completions_reward_by_dapos_penalty():
+    long, short = _episode(1.0, [6, 5]), _episode(1.0, [4])  # 11 and 4 policy tokens
+    shaping = OverlongPenalty(max_length=12, cache_length=4)
+    samples = samples_from_groups({"t": [long, short]}, "grpo", shaping.reward)
+    # observation tokens are not the policy's: 11 tokens, 3 into the 4-token ramp before 12
+    assert samples[0].reward == 1.0 + overlong_penalty(11, 12, 4) == pytest.approx(0.25)
+    assert samples[1].reward == 1.0
+    assert samples[0].advantage < 0 < samples[1].advantage  # the shaped rewards have a spread
+    assert [s.advantage for s in samples_from_groups({"t": [long, short]}, "grpo")] == [0.0, 0.0]
+
+
+def test_training_with_the_overlong_penalty_uses_and_logs_it(make_config):
+    config = make_config(overlong_penalty={"enabled": True, "max_length": 4, "cache_length": 2}, steps=1)
+    trainer = Trainer(config)
+    history = trainer.train()
+    assert trainer.overlong == OverlongPenalty(4, 2)
+    assert trainer.last_rollout is not None
+    trained = [t for group in trainer.last_rollout.groups.values() for t in group]
+    penalties = [overlong_penalty(response_length(t), 4, 2) for t in trained]
+    assert min(penalties) < 0  # completions of up to 6 tokens pass the 2 free ones
+    assert history[-1]["rollout/overlong_penalty_mean"] == pytest.approx(np.mean(penalties))
+    shaped = [
+        [t.total_reward + overlong_penalty(response_length(t), 4, 2) for t in g]
+        for g in trainer.last_rollout.groups.values()
+    ]
+    zero = np.mean([len(set(rewards)) == 1 for rewards in shaped])
+    assert history[-1]["rollout/zero_variance_share"] == pytest.approx(zero)
