@@ -4,8 +4,8 @@ Each class of attack is run on SQLite, DuckDB and PostgreSQL (the `pg_url` throw
 through the env or the guarded `Database` the env uses, so a future change cannot reopen it:
 
 - time: queries whose single function calls outlive the limit (huge `printf` repeats, big
-  random blobs in a cross join) must end within 1.5x the limit, with a `QueryError` the model
-  reads, and leave the database usable;
+  random blobs in a cross join, DuckDB `repeat`/`lpad` strings of hundreds of MB) must end
+  within 1.5x the limit, with a `QueryError` the model reads, and leave the database usable;
 - text: a lone surrogate is a step result with a clear message, never an exception;
 - grading: answers off by more than float noise (integer division, a constant offset) score 0;
 - host paths: metadata functions must not show where the database lives on the host.
@@ -13,6 +13,7 @@ through the env or the guarded `Database` the env uses, so a future change canno
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -77,17 +78,37 @@ def test_queries_end_within_their_time_limit(chinook, engine, attack, check):
     assert chinook.execute("SELECT COUNT(*) FROM Genre").rows == [(25,)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DuckDB checks interrupt() only between vectors: one lpad()/repeat() call building a "
-    "string of hundreds of MB runs to its end (about 3 s here); needs a killable worker process",
-)
-def test_duckdb_single_huge_string_call_ends_within_its_time_limit(pg_url):
+HUGE_STRING_CALLS = {  # one scalar call building hundreds of MB: DuckDB checks interrupt() between vectors only
+    "lpad": "SELECT length(lpad('x', 150000000, 'y'))",
+    "repeat": "SELECT length(repeat('x', 800000000))",
+    "nested-repeat": "SELECT length(repeat(repeat('x', 100000), 10000))",
+    "computed-repeat": "SELECT length(repeat('ab', (SELECT MAX(Milliseconds) FROM Track) * 100))",
+}
+
+
+@pytest.mark.parametrize("attack", HUGE_STRING_CALLS)
+@pytest.mark.parametrize("check", [True, False], ids=["guarded", "engine-only"])
+def test_duckdb_single_huge_string_call_ends_within_its_time_limit(attack, check):
     database = open_database(EngineSpec.parse("duckdb"), "chinook")
+    database.execute("SELECT 1")  # DuckDB queries run in a worker process: started before the clock
     started = time.monotonic()
     with pytest.raises(QueryError, match="time limit"):
-        database.execute("SELECT length(lpad('x', 150000000, 'y'))", timeout_s=LIMIT_S)
+        database.execute(HUGE_STRING_CALLS[attack], timeout_s=LIMIT_S, check=check)
     assert time.monotonic() - started < 1.5 * LIMIT_S + MARGIN_S
+
+
+def test_duckdb_answers_correctly_right_after_a_stopped_huge_string_call():
+    database = open_database(EngineSpec.parse("duckdb"), "chinook")
+    file = Path(database.engine.url.database or "")
+    checksum = hashlib.sha256(file.read_bytes()).hexdigest()
+    with pytest.raises(QueryError, match="time limit"):
+        database.execute(HUGE_STRING_CALLS["repeat"], timeout_s=LIMIT_S)
+    assert hashlib.sha256(file.read_bytes()).hexdigest() == checksum  # killing a reader changes nothing
+    assert database.execute("SELECT COUNT(*) FROM Genre").rows == [(25,)]
+    tracks = database.execute("SELECT TrackId, Name FROM Track ORDER BY TrackId", max_rows=2)
+    assert tracks.rows == [(1, "For Those About To Rock (We Salute You)"), (2, "Balls to the Wall")]
+    assert tracks.truncated
+    assert database.check("SELECT COUNT(*) FROM Track", "SELECT COUNT(TrackId) FROM Track").match
 
 
 def test_a_stopped_query_is_a_clear_observation_and_the_episode_goes_on(engine, pg_url):

@@ -10,7 +10,9 @@ engine itself refuses to change anything or to reach outside the database:
   longer than the length limit (see `_bounded_printf`).
 - DuckDB: opened `read_only` with `enable_external_access = false` (no files, no extensions, no
   ATTACH) and `lock_configuration = true` (settings cannot be changed back); a watchdog calls
-  `interrupt()` at the deadline.
+  `interrupt()` at the deadline. A `reader_engine`'s queries run in worker processes that are
+  killed when a query outlives its limit (`duckdb_pool`): DuckDB notices `interrupt()` only
+  between vectors, so one `repeat()`/`lpad()` call building a huge string would run on.
 - PostgreSQL: a read-only transaction with `statement_timeout`, as a role that may only SELECT
   (see `postgres`), through a server-side cursor (`DECLARE … CURSOR` accepts one SELECT only and
   streams rows, so a huge result is never sent); a watchdog cancels as a last resort.
@@ -18,8 +20,10 @@ engine itself refuses to change anything or to reach outside the database:
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import count
@@ -29,6 +33,8 @@ from urllib.parse import quote
 import sqlalchemy as sa
 from sqlalchemy import event
 
+from gfcr.envs.sql.engines.duckdb_pool import DuckDBWorkers
+from gfcr.envs.sql.engines.duckdb_worker import Reply
 from gfcr.envs.sql.engines.guard import FORBIDDEN_FUNCTIONS
 from gfcr.envs.sql.engines.watchdog import WATCHDOG
 from gfcr.errors import ConfigError, QueryError, UnsafeQueryError
@@ -53,6 +59,7 @@ _SQLITE_SCHEMA_PRAGMAS = {
 _PRINTF_SPEC = re.compile(r"%[-+ #!0,]*(\*|\d*)(?:\.(\*|\d*))?l{0,2}(.?)", re.DOTALL)
 _CANCEL_GRACE_S = 1.0  # PostgreSQL's own statement_timeout fires first; the watchdog is a backstop
 _cursor_names = count()
+_DUCKDB_WORKERS: weakref.WeakKeyDictionary[sa.Engine, DuckDBWorkers] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -81,7 +88,13 @@ def reader_engine(url: str | sa.URL) -> sa.Engine:
         event.listen(engine, "connect", _prepare_sqlite)
         return engine
     if backend == "duckdb":
-        return sa.create_engine(url, connect_args={"read_only": True, "config": dict(DUCKDB_CONFIG)})
+        path = url.database or ""
+        if not path or path == ":memory:":
+            raise ConfigError("a read-only DuckDB engine needs a database file; got an in-memory URL")
+        engine = sa.create_engine(url, connect_args={"read_only": True, "config": dict(DUCKDB_CONFIG)})
+        workers = _DUCKDB_WORKERS[engine] = DuckDBWorkers(os.path.abspath(path), DUCKDB_CONFIG)
+        event.listen(engine, "engine_disposed", lambda _engine: workers.close())
+        return engine
     if backend == "postgresql":
         return sa.create_engine(url.set(drivername="postgresql+psycopg"), pool_pre_ping=True)
     raise ConfigError(
@@ -91,6 +104,9 @@ def reader_engine(url: str | sa.URL) -> sa.Engine:
 
 def run_query(engine: sa.Engine, sql: str, *, max_rows: int, timeout_s: float) -> RawResult:
     """Run one query on a connection from `engine` under its engine's guards (see the module doc)."""
+    workers = _DUCKDB_WORKERS.get(engine)
+    if workers is not None:
+        return _duckdb_result(workers.run(sql, max_rows, timeout_s), timeout_s)
     runner = {"sqlite": _run_sqlite, "duckdb": _run_duckdb, "postgresql": _run_postgres}[engine.dialect.name]
     pooled = engine.raw_connection()
     try:
@@ -192,34 +208,24 @@ def _run_sqlite(connection: sqlite3.Connection, sql: str, max_rows: int, timeout
 
 
 def _run_duckdb(connection: Any, sql: str, max_rows: int, timeout_s: float) -> RawResult:
-    import duckdb
+    """In process, on a DuckDB engine gfcr did not open: `interrupt()` at the deadline only."""
+    from gfcr.envs.sql.engines.duckdb_worker import run_query as run_duckdb_query
 
-    fired: list[bool] = []
+    reply = run_duckdb_query(connection, sql, max_rows, timeout_s, WATCHDOG.deadline)
+    return _duckdb_result(reply, timeout_s)
 
-    def interrupt() -> None:
-        fired.append(True)
-        session.interrupt()
 
-    # A fresh connection to the same database per query: DuckDB allows TEMP tables and session
-    # settings even read-only, and they must not outlive the query (nor shadow a real table).
-    session = connection.duplicate()
-    try:
-        with WATCHDOG.deadline(timeout_s, interrupt):
-            session.execute(sql)
-            rows = session.fetchmany(max_rows + 1)
-            columns = tuple(d[0] for d in session.description or ())
-    except duckdb.Error as e:
-        message = str(e).splitlines()[0]
-        if fired or isinstance(e, duckdb.InterruptException):
-            raise _timeout(timeout_s) from e
-        if isinstance(e, duckdb.PermissionException) or "read-only" in message or "locked" in message:
-            raise UnsafeQueryError(
-                f"refused by DuckDB: {message} (queries may only read this database)"
-            ) from e
-        raise QueryError(f"DuckDB error: {message}") from e
-    finally:
-        session.close()
-    return RawResult(columns, rows[:max_rows], len(rows) > max_rows)
+def _duckdb_result(reply: Reply, timeout_s: float) -> RawResult:
+    """The `RawResult` of a `duckdb_worker` reply, or the `QueryError` it stands for."""
+    if reply[0] == "rows":
+        _, columns, rows, truncated = reply
+        return RawResult(columns, rows, truncated)
+    _, kind, message = reply
+    if kind == "time limit":
+        raise _timeout(timeout_s)
+    if kind == "refused":
+        raise UnsafeQueryError(f"refused by DuckDB: {message} (queries may only read this database)")
+    raise QueryError(f"DuckDB error: {message}")
 
 
 # -- PostgreSQL -----------------------------------------------------------------------------------
