@@ -30,6 +30,7 @@ starts with a fresh AdamW and takes the warm-started model as its KL reference (
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -45,7 +46,7 @@ import torch
 
 from gfcr.agents import Runner, RunnerConfig, episodes_for_env, make_policy
 from gfcr.control import ControlConfig, RolloutController
-from gfcr.core import Trajectory, read_jsonl, write_jsonl
+from gfcr.core import EpisodeSpec, Trajectory, read_jsonl, write_jsonl
 from gfcr.core.config import to_dict
 from gfcr.errors import ConfigError
 from gfcr.replay import ReplayBuffer, ReplayConfig
@@ -101,9 +102,7 @@ class Trainer:
             if config.replay.enabled
             else None
         )
-        tasks = episodes_for_env(
-            config.env.id, config.env.num_tasks, kwargs=config.env.kwargs, seed=config.seed
-        )
+        tasks = self._pool_episodes(config.env.num_tasks)
         self.rollouts = Rollouts(self.models.policy, config, self.controller, self.replay, tasks)
         budget = episode_token_budget(config)
         self.overlong = (
@@ -283,9 +282,10 @@ class Trainer:
         """The teacher's episodes that pass `min_reward`, in the order of their specs."""
         config = self.config
         teacher = make_policy(config.sft.teacher) if config.sft.teacher else self.models.policy
-        specs = episodes_for_env(
-            config.env.id, config.sft.episodes, kwargs=config.env.kwargs, seed=config.seed + 1
-        )
+        specs = [  # the training pool's tasks (never the held-out ones), seeded apart from RL's
+            dataclasses.replace(spec, seed=config.seed + 1 + i)
+            for i, spec in enumerate(self._pool_episodes(config.sft.episodes))
+        ]
         result = Runner(teacher, self.runner_config()).run(specs)
         order = {spec.id: i for i, spec in enumerate(specs)}  # the runner yields them as they finish
         finished = sorted(result.trajectories, key=lambda t: order.get(t.id, len(order)))
@@ -294,16 +294,30 @@ class Trainer:
         return kept
 
     def evaluate(self) -> dict[str, float]:
-        """Mean reward of the current policy on `eval_episodes` fixed episodes."""
-        config = self.config
-        specs = episodes_for_env(
-            config.env.id, config.log.eval_episodes, kwargs=config.env.kwargs, seed=config.seed + 2
-        )
-        result = Runner(self.models.policy, self.runner_config()).run(specs)
+        """Mean reward of the current policy on `eval_episodes` fixed episodes of held-out tasks.
+
+        The tasks come after the training pool in the same seeded order: never trained on.
+        """
+        result = Runner(self.models.policy, self.runner_config()).run(self.held_out_episodes())
         return {
             "eval/reward_mean": result.mean_reward,
             "eval/solved": result.solved / max(result.episodes, 1),
         }
+
+    def held_out_episodes(self) -> list[EpisodeSpec]:
+        """The evaluation's episodes: tasks after the training pool in its seeded order."""
+        config = self.config
+        return episodes_for_env(
+            config.env.id, config.log.eval_episodes, kwargs=config.env.kwargs, seed=config.seed,
+            skip=config.env.num_tasks,
+        )  # fmt: skip
+
+    def _pool_episodes(self, num_episodes: int) -> list[EpisodeSpec]:
+        """Episodes over the training pool: the first `[env] num_tasks` tasks of the seeded order."""
+        config = self.config
+        return episodes_for_env(
+            config.env.id, num_episodes, kwargs=config.env.kwargs, seed=config.seed, pool=config.env.num_tasks
+        )
 
     # -- settings --------------------------------------------------------------------------------
 
@@ -415,13 +429,15 @@ def episode_token_budget(config: TrainConfig) -> int:
 
 def sft_data_source(config: TrainConfig) -> dict[str, Any]:
     """The settings that decide the SFT data (`sft_data.jsonl` is made again when they change):
-    the teacher, its episodes and filter, the env, the seed and the runner's settings."""
+    the teacher, its episodes and filter, the env and its training pool, the seed and the runner's
+    settings."""
     source = {
         "sft.teacher": config.sft.teacher or f"the model {config.model.path}",
         "sft.episodes": config.sft.episodes,
         "sft.min_reward": config.sft.min_reward,
         "env.id": config.env.id,
         "env.kwargs": config.env.kwargs,
+        "env.num_tasks": config.env.num_tasks,  # the teacher runs on the training pool only
         "seed": config.seed,
         "rollout": to_dict(config.rollout.runner),
     }

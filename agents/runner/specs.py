@@ -36,10 +36,26 @@ def env_config(env_id: str, kwargs: dict[str, Any] | None = None) -> EnvConfig:
 
 
 def episodes_for_env(
-    env_id: str, num_episodes: int, *, kwargs: dict[str, Any] | None = None, seed: int = 0
+    env_id: str,
+    num_episodes: int,
+    *,
+    kwargs: dict[str, Any] | None = None,
+    seed: int = 0,
+    skip: int = 0,
+    pool: int | None = None,
 ) -> list[EpisodeSpec]:
     """`num_episodes` episodes over distinct tasks in a seeded order (repeated if fewer tasks);
-    episode i has seed `seed + i`."""
+    episode i has seed `seed + i`.
+
+    `skip` leaves out the first tasks of the order and `pool` keeps only that many after them, so
+    that one seed splits an env's tasks: a training pool (`pool=N`) and a held-out set
+    (`skip=N`), which never share a task.
+
+    >>> train = episodes_for_env("gfcr/Math-v0", 40, kwargs={"split": "AIME2024"}, pool=20)
+    >>> held_out = episodes_for_env("gfcr/Math-v0", 10, kwargs={"split": "AIME2024"}, skip=20)
+    >>> len({s.task_id for s in train}), {s.task_id for s in train} & {s.task_id for s in held_out}
+    (20, set())
+    """
     if num_episodes < 1:
         raise ConfigError(f"num_episodes must be >= 1, got {num_episodes}")
     config = env_config(env_id, kwargs)
@@ -48,6 +64,12 @@ def episodes_for_env(
     order = list(range(len(tasks)))
     random.Random(seed).shuffle(order)
     env.close()
+    order = order[skip:][:pool]
+    if not order:
+        raise ConfigError(
+            f"{env_id} has {len(tasks)} tasks: none is left after skipping {skip}; lower the "
+            "training pool (e.g. [env] num_tasks) so that held-out tasks remain"
+        )
     return [
         EpisodeSpec(config, tasks[order[i % len(order)]].id, seed + i, sample=i // len(order))
         for i in range(num_episodes)

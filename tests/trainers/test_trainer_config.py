@@ -164,3 +164,25 @@ def test_dr_grpo_constant_is_the_episode_token_budget(make_config):
     assert budget(max_turns=2, max_episode_tokens=10) == 10
     trainer = Trainer(make_config(loss={"name": "dr_grpo"}, rollout={"max_tokens": 6, "max_turns": 2}))
     assert trainer.settings.max_tokens == 12
+
+
+def test_evaluation_and_sft_data_never_use_a_task_of_the_training_pool(tmp_path, tiny_model):
+    from gfcr.agents import episodes_for_env
+    from gfcr.trainers.trainer import Trainer
+
+    config = TrainConfig.from_dict(
+        {
+            "out_dir": str(tmp_path / "run"),
+            "model": {"path": str(tiny_model)},
+            "env": {"id": "gfcr/ToolUse-v0", "num_tasks": 30, "kwargs": {"num_tasks": 60}},
+            "log": {"eval_episodes": 40},
+            "sft": {"episodes": 50},
+        }
+    )
+    trainer = Trainer(config)
+    pool = {spec.task_id for spec in trainer._pool_episodes(200)}
+    assert len(pool) == 30 and pool == {spec.task_id for spec in trainer.rollouts.tasks}
+    held_out = {spec.task_id for spec in trainer.held_out_episodes()}
+    assert len(held_out) == 30 and not pool & held_out
+    with pytest.raises(ConfigError, match="none is left after skipping 60"):
+        episodes_for_env("gfcr/ToolUse-v0", 4, kwargs={"num_tasks": 60}, skip=60)
