@@ -49,7 +49,8 @@ def episodes_for_env(
 
     `skip` leaves out the first tasks of the order and `pool` keeps only that many after them, so
     that one seed splits an env's tasks: a training pool (`pool=N`) and a held-out set
-    (`skip=N`), which never share a task.
+    (`skip=N`), which never share a task — nor a prompt: a task whose prompt is also a skipped
+    task's (procedural generators repeat questions) is left out of the held-out set too.
 
     >>> train = episodes_for_env("gfcr/Math-v0", 40, kwargs={"split": "AIME2024"}, pool=20)
     >>> held_out = episodes_for_env("gfcr/Math-v0", 10, kwargs={"split": "AIME2024"}, skip=20)
@@ -64,11 +65,12 @@ def episodes_for_env(
     order = list(range(len(tasks)))
     random.Random(seed).shuffle(order)
     env.close()
-    order = order[skip:][:pool]
+    seen = {tasks[i].prompt for i in order[:skip]}
+    order = [i for i in order[skip:] if not seen or tasks[i].prompt not in seen][:pool]
     if not order:
         raise ConfigError(
-            f"{env_id} has {len(tasks)} tasks: none is left after skipping {skip}; lower the "
-            "training pool (e.g. [env] num_tasks) so that held-out tasks remain"
+            f"{env_id} has {len(tasks)} tasks: none is left after skipping {skip} (and their prompts); "
+            "lower the training pool (e.g. [env] num_tasks) so that held-out tasks remain"
         )
     return [
         EpisodeSpec(config, tasks[order[i % len(order)]].id, seed + i, sample=i // len(order))

@@ -87,11 +87,17 @@ def _champ() -> TaskSource:
 
 
 def reasoning_gym_source(
-    generators: Sequence[str] | None = None, size: int = RG_DEFAULT_SIZE, seed: int = 0
+    generators: Sequence[str] | None = None,
+    size: int = RG_DEFAULT_SIZE,
+    seed: int = 0,
+    generator_config: dict[str, Any] | None = None,
 ) -> TaskSource:
     """`size` procedural tasks from each reasoning-gym generator (all with gold answers by default).
 
     Task `rg/NAME/I` is sample I of generator NAME built with `seed`: the same on every machine.
+    `generator_config` sets the generators' own options (their difficulty), e.g. for `chain_sum`
+    `{"min_terms": 2, "max_terms": 2, "max_digits": 1}`; the task ids then name another task set,
+    so use one configuration per run.
     """
     import reasoning_gym
     from reasoning_gym.factory import DATASETS
@@ -103,7 +109,10 @@ def reasoning_gym_source(
 
     @cache
     def dataset(name: str) -> Any:
-        return reasoning_gym.create_dataset(name, size=size, seed=seed)
+        try:
+            return reasoning_gym.create_dataset(name, size=size, seed=seed, **(generator_config or {}))
+        except (TypeError, ValueError, AssertionError) as e:  # an option the generator does not have
+            raise ConfigError(f"reasoning-gym generator {name!r} rejected generator_config: {e}") from e
 
     def build(index: int) -> Task:
         name, position = names[index // size], index % size

@@ -1,11 +1,14 @@
 """`gfcr/Math-v0`: answer a math problem with a final `\\boxed{}` answer, optionally using tools.
 
+`answer_format="plain"` also reads an answer written without the box ("32 + 38 = 70"), with
+math-verify's extraction: for small models that have not learned the box (see verifier.py).
+
 Single-turn by default: the first action is the answer. With `tools=("calculator",)` the agent
 may call tools for up to `max_turns - 1` turns; its first message without a tool call is the
 answer. Reward 1.0 for a correct answer, 0.0 otherwise (no answer, wrong answer, malformed
 action, turn limit reached).
 
-Signals: `format_ok` (a final `\\boxed{}` answer was given),
+Signals: `format_ok` (a final answer was given: `\\boxed{}`, or any with "plain"),
 `answer_extracted` (an answer could be read), `correct`.
 """
 
@@ -16,10 +19,9 @@ from typing import Any, ClassVar
 
 from gfcr.core import Action, Message, Task, ToolSpec
 from gfcr.envs.base import Outcome, TextEnv
-from gfcr.envs.math.answers.extract import extract_boxed
 from gfcr.envs.math.calculator import calculator
 from gfcr.envs.math.data import load_source
-from gfcr.envs.math.verifier import MathVerifier, answer_signals, check_answer
+from gfcr.envs.math.verifier import AnswerFormat, MathVerifier, answer_signals, check_answer, extract_answer
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import UnknownNameError
 from gfcr.sandboxes.tools import python_tool
@@ -28,7 +30,7 @@ from gfcr.sandboxes.tools import python_tool
 TOOLS: dict[str, ToolSpec] = {"calculator": ToolSpec.from_function(calculator), "python": python_tool()}
 VERIFIER = MathVerifier()  # the Filter verifier; GFCR modules use the same one
 ANSWER_FORMAT = "Put your final answer within \\boxed{}."
-NO_ANSWER = f"No final answer found. {ANSWER_FORMAT}"
+INSTRUCTIONS: dict[str, str] = {"boxed": ANSWER_FORMAT, "plain": "End your reply with the final answer."}
 TOOL_HINT = (
     "You may call the tools {names} before answering; your reply without a tool call is your final answer."
 )
@@ -55,6 +57,7 @@ class MathEnv(TextEnv):
         split: str = "all",
         *,
         tools: Sequence[str] = (),
+        answer_format: AnswerFormat = "boxed",
         max_turns: int | None = None,
         system_prompt: str | None = None,
         max_action_chars: int = 32_768,
@@ -63,6 +66,8 @@ class MathEnv(TextEnv):
         tasks: TaskSource | None = None,
         **options: Any,
     ) -> None:
+        self.verifier = MathVerifier(answer_format)  # checks the name
+        self.answer_format = answer_format
         unknown = [name for name in tools if name not in TOOLS]
         if unknown:
             raise UnknownNameError("math tool", unknown[0], TOOLS)
@@ -82,16 +87,17 @@ class MathEnv(TextEnv):
 
     def render_prompt(self, task: Task) -> str:
         hint = f"\n{TOOL_HINT.format(names=', '.join(self.tools))}" if self.tools else ""
-        return f"{task.prompt}\n\n{ANSWER_FORMAT}{hint}"
+        return f"{task.prompt}\n\n{INSTRUCTIONS[self.answer_format]}{hint}"
 
     def respond(self, action: Action) -> Outcome:
         if action.tool_calls:
             return self.run_tools(action)
         assert self.task is not None  # step() checks reset() was called
-        # VERIFIER.check's verdict, with the answer extracted once for the verdict and the message.
-        answer = extract_boxed(action.text)
+        # self.verifier's verdict, with the answer extracted once for the verdict and the message.
+        answer = extract_answer(action.text, self.answer_format)
         if answer is None:
-            return Outcome(NO_ANSWER, terminated=True, signals=answer_signals(None, False))
+            no_answer = f"No final answer found. {INSTRUCTIONS[self.answer_format]}"
+            return Outcome(no_answer, terminated=True, signals=answer_signals(None, False))
         correct = check_answer(self.task, answer)
         observation = f"Your answer {answer} is {'correct' if correct else 'incorrect'}."
         reward = 1.0 if correct else 0.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import re
 import time
 
 import gymnasium as gym
@@ -50,7 +51,11 @@ def test_wrong_and_missing_answers_are_told_apart():
     env = gym.make("gfcr/Math-v0", split="AIME2024")
     env.reset(options={"task_id": "mmath/AIME2024/0"})
     _, reward, terminated, _, info = env.step("It is \\boxed{203}.")
-    assert (reward, terminated, info["signals"]) == (0.0, True, {"format_ok": True, "answer_extracted": True, "correct": False})
+    assert (reward, terminated, info["signals"]) == (
+        0.0,
+        True,
+        {"format_ok": True, "answer_extracted": True, "correct": False},
+    )
     env.reset(options={"task_id": "mmath/AIME2024/0"})
     obs, reward, *_, info = env.step("It is 204.")
     assert reward == 0.0 and "\\boxed{}" in obs and info["signals"]["answer_extracted"] is False
@@ -72,7 +77,9 @@ def test_calculator_tool_episode():
     obs, reward, terminated, truncated, info = env.step(call)
     assert obs == "216" and reward == 0.0 and not (terminated or truncated)
     assert info["messages"][0].role == "tool" and info["messages"][0].tool_call_id == "call_0"
-    obs, *_ = env.step('<tool_call>{"name": "calculator", "arguments": {"expression": "__import__(1)"}}</tool_call>')
+    obs, *_ = env.step(
+        '<tool_call>{"name": "calculator", "arguments": {"expression": "__import__(1)"}}</tool_call>'
+    )
     assert obs.startswith("Error: calculator: '__import__' is not allowed")
     _, reward, terminated, *_ = env.step("\\boxed{204}")
     assert reward == 1.0 and terminated
@@ -88,13 +95,18 @@ def test_turn_limit_truncates_the_episode():
 
 
 def test_user_files_in_jsonl_and_parquet(tmp_path):
-    rows = [{"q": "What is 6*7?", "a": "42", "key": "six-seven"}, {"q": "Half of 1?", "a": "1/2", "key": "half"}]
+    rows = [
+        {"q": "What is 6*7?", "a": "42", "key": "six-seven"},
+        {"q": "Half of 1?", "a": "1/2", "key": "half"},
+    ]
     jsonl = tmp_path / "mine.jsonl"
     jsonl.write_text("\n".join(json.dumps(r) for r in rows))
     parquet = tmp_path / "mine.parquet"
     pq.write_table(pa.Table.from_pylist(rows), parquet)
     for path in (jsonl, parquet):
-        env = gym.make("gfcr/Math-v0", dataset=str(path), question_field="q", answer_field="a", id_field="key")
+        env = gym.make(
+            "gfcr/Math-v0", dataset=str(path), question_field="q", answer_field="a", id_field="key"
+        )
         obs, info = env.reset(options={"task_id": "mine/half"})
         assert obs.startswith("Half of 1?") and env.step("\\boxed{0.5}")[1] == 1.0
 
@@ -209,3 +221,29 @@ def test_message_keeps_its_dataclass_contract():
         message.content = "5"  # type: ignore[misc]
     with pytest.raises(ConfigError, match="message role must be one of"):
         Message("robot", "hi")  # type: ignore[arg-type]
+
+
+def test_plain_answers_are_read_without_a_box_and_boxes_still_win():
+    env = MathEnv(dataset="reasoning_gym", generators=["chain_sum"], answer_format="plain")
+    env.reset(options={"task_id": "rg/chain_sum/0"})
+    gold = env.unwrapped.task.gold
+    assert "End your reply with the final answer." in env.unwrapped.render_prompt(env.unwrapped.task)
+    for reply, reward in ((f"The answer is {gold}.", 1.0), (f"\\boxed{{{gold}}} but 12345", 1.0),
+                          ("I do not know.", 0.0), ("so 9^9^9^9", 0.0)):  # fmt: skip
+        env.reset(options={"task_id": "rg/chain_sum/0"})
+        assert env.step(reply)[1] == reward, reply
+    strict = MathEnv(dataset="reasoning_gym", generators=["chain_sum"])
+    strict.reset(options={"task_id": "rg/chain_sum/0"})
+    assert strict.step(f"The answer is {gold}.")[1] == 0.0  # the default still wants the box
+    with pytest.raises(UnknownNameError, match="unknown answer format 'loose'"):
+        MathEnv(dataset="mmath", answer_format="loose")
+
+
+def test_reasoning_gym_difficulty_comes_from_generator_config():
+    easy = {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1}
+    env = MathEnv(dataset="reasoning_gym", generators=["chain_sum"], generator_config=easy, size=50)
+    for index in range(50):
+        numbers = re.findall(r"\d+", env.unwrapped.tasks[index].prompt)
+        assert len(numbers) == 2 and all(len(n) == 1 for n in numbers)
+    with pytest.raises(ConfigError, match="chain_sum.*rejected generator_config"):
+        MathEnv(dataset="reasoning_gym", generators=["chain_sum"], generator_config={"colour": 1}).reset()

@@ -186,3 +186,19 @@ def test_evaluation_and_sft_data_never_use_a_task_of_the_training_pool(tmp_path,
     assert len(held_out) == 30 and not pool & held_out
     with pytest.raises(ConfigError, match="none is left after skipping 60"):
         episodes_for_env("gfcr/ToolUse-v0", 4, kwargs={"num_tasks": 60}, skip=60)
+
+
+def test_held_out_questions_never_repeat_a_training_pool_question():
+    # reasoning-gym draws questions with replacement: 300 draws of 200 possible one-digit sums repeat
+    import gymnasium as gym
+
+    from gfcr.agents import episodes_for_env
+
+    easy = {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1}
+    kwargs = {"dataset": "reasoning_gym", "generators": ["chain_sum"], "size": 300, "generator_config": easy}
+    tasks = gym.make("gfcr/Math-v0", **kwargs).unwrapped.tasks
+    prompt = {tasks[i].id: tasks[i].prompt for i in range(len(tasks))}
+    pool = [prompt[s.task_id] for s in episodes_for_env("gfcr/Math-v0", 100, kwargs=kwargs, pool=100)]
+    held_out = [prompt[s.task_id] for s in episodes_for_env("gfcr/Math-v0", 64, kwargs=kwargs, skip=100)]
+    assert len(set(pool)) < 100 and len(set(prompt.values())) < 300  # the generator repeats itself
+    assert len(held_out) == 64 and not set(pool) & set(held_out)

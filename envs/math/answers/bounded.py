@@ -37,7 +37,7 @@ from gfcr.envs.math.answers.latex import to_latex
 if TYPE_CHECKING:
     from multiprocessing.pool import Pool
 
-__all__ = ["WORKER", "Worker", "verify_bounded"]
+__all__ = ["WORKER", "Worker", "explosive", "verify_bounded"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def verify_bounded(pred: str, gold: str, deadline: float) -> bool:
     """
     timeout_s = deadline - time.monotonic()
     pred_latex, gold_latex = to_latex(pred), to_latex(gold)
-    if timeout_s <= 0 or any(map(_explosive, (pred, gold, pred_latex, gold_latex))):
+    if timeout_s <= 0 or any(map(explosive, (pred, gold, pred_latex, gold_latex))):
         return False
     if threading.current_thread() is threading.main_thread():
         return _verify_in_process(pred_latex, gold_latex, timeout_s)
@@ -116,7 +116,7 @@ def _imaginary_unit(parsed: list) -> list:
 # ----------------------------------------------------------------------------- explosive input
 
 
-def _explosive(text: str) -> bool:
+def explosive(text: str) -> bool:
     """Input whose evaluation could run for minutes, partly inside C code that no alarm interrupts."""
     if len(text) > _MAX_MV_CHARS or nesting_depth(text) > _MAX_NESTING:
         return True
