@@ -1,6 +1,9 @@
-"""Plot a run's reward curve (rollout and eval mean reward per step) from its metrics.jsonl.
+"""Plot reward curves (rollout and held-out eval mean reward per step) from runs' metrics.jsonl.
 
-python examples/plot_reward_curve.py runs/tooluse-tiny-cpu docs/trainer_reward_curve.png
+One run, or several (seeds of one config: each is drawn, and the eval curves' mean):
+
+python examples/plot_reward_curve.py docs/trainer_reward_curve.png runs/tooluse-tiny-cpu
+python examples/plot_reward_curve.py docs/smollm2_reward_curve.png runs/smollm2-demo/seed*
 """
 
 from __future__ import annotations
@@ -12,32 +15,44 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 
 from gfcr.trainers.logging import read_metrics  # noqa: E402
 
 
-def main(run_dir: str, out: str, title: str | None = None) -> None:
-    metrics = read_metrics(run_dir)
+def series(metrics: list[dict], key: str) -> list[tuple[int, float]]:
+    return [(m["step"], m[key]) for m in metrics if key in m]
+
+
+def main(out: str, *run_dirs: str) -> None:
     fig, ax = plt.subplots(figsize=(7, 3.6), dpi=120)
-    rollout = [(m["step"], m["rollout/reward_mean"]) for m in metrics if "rollout/reward_mean" in m]
-    evals = [(m["step"], m["eval/reward_mean"]) for m in metrics if "eval/reward_mean" in m]
-    sft_end = max((m["step"] for m in metrics if "loss/sft_nll" in m), default=0)
-    if rollout:
-        ax.plot(
-            *zip(*rollout, strict=True), color="#9ab", lw=1, label="rollout reward (RL steps, 64 samples)"
-        )
-    if evals:
-        ax.plot(*zip(*evals, strict=True), "o-", color="#c33", ms=3, label="eval reward (64 fixed episodes)")
-    if sft_end:
-        ax.axvspan(0, sft_end, color="#eee", zorder=0)
-        ax.text(sft_end / 2, 1.02, "SFT warm start", ha="center", fontsize=8)
-    ax.axhline(0.8, color="#555", ls=":", lw=1)
-    ax.set(xlabel="optimizer step", ylabel="mean reward", ylim=(-0.02, 1.08))
-    ax.set_title(title or Path(run_dir).name, fontsize=9)
-    ax.legend(loc="center right", fontsize=8)
+    evals = []
+    for i, run_dir in enumerate(run_dirs):
+        metrics = read_metrics(run_dir)
+        first = i == 0  # one legend entry per kind of curve
+        if rollout := series(metrics, "rollout/reward_mean"):
+            label = "rollout reward (each step)" if first else None
+            ax.plot(*zip(*rollout, strict=True), color="#9ab", lw=0.8, label=label)
+        if held_out := series(metrics, "eval/reward_mean"):
+            label = "held-out eval" if first else None
+            ax.plot(*zip(*held_out, strict=True), "o-", color="#e99", ms=2, lw=0.8, label=label)
+            evals.append(dict(held_out))
+        sft_end = max((m["step"] for m in metrics if "loss/sft_nll" in m), default=0)
+        if sft_end and first:
+            ax.axvspan(0, sft_end, color="#eee", zorder=0)
+            ax.text(sft_end / 2, 1.02, "SFT warm start", ha="center", fontsize=8)
+    common = sorted(set.intersection(*(set(e) for e in evals))) if len(evals) > 1 else []
+    if common:
+        mean = [np.mean([e[step] for e in evals]) for step in common]
+        label = f"held-out eval, mean of {len(evals)} seeds"
+        ax.plot(common, mean, "o-", color="#c33", ms=4, lw=2, label=label)
+    top = max(0.3, max((v for e in evals for v in e.values()), default=0) * 1.2)
+    ax.set(xlabel="optimizer step", ylabel="mean reward", ylim=(-0.02, min(1.08, top)))
+    ax.set_title(", ".join(Path(run).name for run in run_dirs), fontsize=9)
+    ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     fig.savefig(out)
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:])

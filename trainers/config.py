@@ -287,10 +287,17 @@ class TrainConfig:
     keep_checkpoints: int = setting(2, "Newest checkpoints kept on disk.")
     threads: int | None = setting(None, "Torch CPU threads (None: torch's default).")
     time_limit_s: float | None = setting(None, "Stop (with a checkpoint) after this much wall time.")
+    sample_budget: int | None = setting(
+        None,
+        "Stop (with a checkpoint) once RL has generated this many episodes, dropped ones included: "
+        "an equal budget when comparing settings (dynamic sampling spends more per step).",
+    )
 
     def __post_init__(self) -> None:
         if self.steps < 0 or self.checkpoint_every < 0 or self.keep_checkpoints < 1:
             raise ConfigError("need steps >= 0, checkpoint_every >= 0, keep_checkpoints >= 1")
+        if self.sample_budget is not None and self.sample_budget < 1:
+            raise ConfigError(f"sample_budget must be >= 1 (or unset), got {self.sample_budget}")
 
     @property
     def total_steps(self) -> int:

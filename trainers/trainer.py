@@ -139,33 +139,35 @@ class Trainer:
     # -- the loop --------------------------------------------------------------------------------
 
     def train(self, until: int | None = None) -> list[dict[str, Any]]:
-        """Run to step `until` (default `config.total_steps`) or the time limit, then checkpoint;
-        returns the metrics of every step run."""
+        """Run to step `until` (default `config.total_steps`), the sample budget or the time limit,
+        then checkpoint (and evaluate, when stopped early); returns the metrics of every step run."""
         config, history = self.config, []
         last = config.total_steps if until is None else min(until, config.total_steps)
-        started, out_of_time = time.perf_counter(), False
+        started, stopped_for = time.perf_counter(), None
         with TrainProgress(config.total_steps, self.step, enabled=config.log.progress) as bar:
             if config.log.eval_every and self.step == 0:
                 self.metrics.log(0, self.evaluate())
-            while self.step < last and not out_of_time:
+            while self.step < last and stopped_for is None:
                 metrics = self.sft_step() if self.step < config.sft.steps else self.rl_step()
-                if config.log.eval_every and self.step % config.log.eval_every == 0:
+                stopped_for = self._stop_reason(time.perf_counter() - started) if self.step < last else None
+                if config.log.eval_every and (self.step % config.log.eval_every == 0 or stopped_for):
                     metrics.update(self.evaluate())
-                out_of_time = (
-                    config.time_limit_s is not None and time.perf_counter() - started > config.time_limit_s
-                )
-                if out_of_time and self.step < last:
-                    metrics["run/stopped_for"] = "time_limit"
+                if stopped_for:
+                    metrics["run/stopped_for"] = stopped_for
                 history.append({"step": self.step, **metrics})
-                if self.step % config.log.every == 0 or self.step == last or out_of_time:
+                if self.step % config.log.every == 0 or self.step == last or stopped_for:
                     self.metrics.log(self.step, metrics)
                 bar.update(self.step, metrics)
-                if (config.checkpoint_every and self.step % config.checkpoint_every == 0) or out_of_time:
+                if (config.checkpoint_every and self.step % config.checkpoint_every == 0) or stopped_for:
                     self.save()
         if not (self.out / "checkpoints" / f"step-{self.step:06d}").exists():
             self.save()
         self.metrics.close()
-        if self.step < last:  # after the progress display is gone, so that the warning stands out
+        if stopped_for == "sample_budget":
+            logger.info(
+                "stopped at step %d: the sample budget (%d) is spent", self.step, config.sample_budget
+            )
+        elif self.step < last:  # after the progress display is gone, so that the warning stands out
             logger.warning(
                 "STOPPED FOR THE TIME LIMIT (time_limit_s = %g) at step %d of %d, checkpoint saved; "
                 "run the same command again to continue, or raise time_limit_s",
@@ -174,6 +176,15 @@ class Trainer:
                 last,
             )
         return history
+
+    def _stop_reason(self, elapsed_s: float) -> str | None:
+        """Why the run stops before its last step: "sample_budget", "time_limit", or None."""
+        config = self.config
+        if config.sample_budget is not None and self.rollouts.samples_total >= config.sample_budget:
+            return "sample_budget"
+        if config.time_limit_s is not None and elapsed_s > config.time_limit_s:
+            return "time_limit"
+        return None
 
     def rl_step(self) -> dict[str, Any]:
         """One RL step: rollout, advantages, update, weight sync."""

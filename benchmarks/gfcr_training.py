@@ -1,0 +1,156 @@
+"""GFCR modules inside training, at an equal sample budget: which ones make learning cheaper?
+
+Each variant trains the same config with `gfcr train` for several seeds, every run stopping once RL
+has generated `--budget` episodes (dropped groups included: dynamic sampling pays for what it
+throws away). Per variant, over seeds (mean ± 95% t-interval):
+
+- held-out eval reward at the end of the budget, and the best one seen;
+- samples, policy tokens and seconds until the held-out eval first reaches `--threshold`
+  (runs that never reach it count as not reached);
+- the share of zero-variance groups that reached the update (no gradient signal).
+
+    python benchmarks/gfcr_training.py --config examples/tooluse_tiny_cpu.toml --seeds 3 \\
+        --budget 4096 --threshold 0.5 --json docs/bench_gfcr_training.json
+
+Runs go to runs/gfcr-training/<variant>/seed<k>; an existing finished run is read, not re-run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from gfcr.trainers.logging import read_metrics
+
+VARIANTS: dict[str, list[str]] = {  # `gfcr train --set` overrides on top of the config
+    "grpo": [],
+    "dynamic sampling": ["dynamic_sampling.filter_groups=true"],
+    "thompson selection": ['rollout.selector="thompson"'],
+    "vcrl selection": ['rollout.selector="vcrl"'],
+    "dynamic + thompson": ["dynamic_sampling.filter_groups=true", 'rollout.selector="thompson"'],
+    "replay rescue": ["replay.enabled=true", "replay.rescue=true"],
+}
+T_975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}  # Student's t
+
+
+def run(config: str, variant: str, seed: int, budget: int, out: Path) -> list[dict[str, Any]]:
+    """One training run (skipped when `out` already holds a finished one); its metrics."""
+    finished = out / "metrics.jsonl"
+    if not (finished.exists() and any("run/stopped_for" in m for m in read_metrics(out))):
+        overrides = [
+            f"seed={seed}",
+            f'out_dir="{out}"',
+            f"sample_budget={budget}",
+            "steps=100000",
+            "log.progress=false",
+        ]
+        command = [sys.executable, "-m", "gfcr", "train", config, "--no-resume"]
+        for override in overrides + VARIANTS[variant]:
+            command += ["--set", override]
+        print(f"{variant}, seed {seed}: {' '.join(command[3:])}", flush=True)
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return read_metrics(out)
+
+
+def summarise(runs: list[list[dict[str, Any]]], threshold: float) -> dict[str, Any]:
+    """The variant's figures over its seeds."""
+    finals, bests, to_threshold, zero_variance = [], [], [], []
+    for metrics in runs:
+        evals = [m for m in metrics if "eval/reward_mean" in m]
+        finals.append(evals[-1]["eval/reward_mean"])
+        bests.append(max(m["eval/reward_mean"] for m in evals))
+        zero_variance.append(
+            statistics.mean(
+                m["rollout/zero_variance_share"] for m in metrics if "rollout/zero_variance_share" in m
+            )
+        )
+        reached = next((m for m in evals if m["eval/reward_mean"] >= threshold), None)
+        if reached is not None:
+            state = _state_at(metrics, reached["step"])
+            to_threshold.append(state)
+    return {
+        "final_eval": interval(finals),
+        "best_eval": interval(bests),
+        "zero_variance_share": interval(zero_variance),
+        "reached_threshold": f"{len(to_threshold)}/{len(runs)}",
+        **{
+            f"{key}_to_threshold": interval([s[key] for s in to_threshold])
+            for key in ("samples", "tokens", "seconds")
+        },
+    }
+
+
+def _state_at(metrics: list[dict[str, Any]], step: int) -> dict[str, float]:
+    """Samples, tokens and RL seconds spent up to `step`."""
+    upto = [m for m in metrics if m["step"] <= step and "rollout/samples_total" in m]
+    return {
+        "samples": upto[-1]["rollout/samples_total"] if upto else 0,
+        "tokens": upto[-1]["rollout/tokens_total"] if upto else 0,
+        "seconds": sum(m.get("perf/step_s", 0.0) for m in upto),
+    }
+
+
+def interval(values: list[float]) -> dict[str, float | int] | None:
+    """Mean and 95% t-interval half-width (None with no value)."""
+    if not values:
+        return None
+    mean = statistics.mean(values)
+    half = (
+        T_975.get(len(values) - 1, 1.96) * statistics.stdev(values) / len(values) ** 0.5
+        if len(values) > 1
+        else 0.0
+    )
+    return {"mean": mean, "ci95": half, "n": len(values)}
+
+
+def show(value: dict[str, float | int] | None, digits: int = 2) -> str:
+    return "—" if value is None else f"{value['mean']:.{digits}f} ± {value['ci95']:.{digits}f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default="examples/tooluse_tiny_cpu.toml")
+    parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--budget", type=int, default=4096, help="RL episodes per run")
+    parser.add_argument("--threshold", type=float, default=0.5, help="held-out eval reward to reach")
+    parser.add_argument("--runs", default="runs/gfcr-training")
+    parser.add_argument("--json", help="write the summary here")
+    args = parser.parse_args()
+    summary = {}
+    for variant in args.variants:
+        runs = [
+            run(
+                args.config,
+                variant,
+                seed,
+                args.budget,
+                Path(args.runs) / variant.replace(" ", "-") / f"seed{seed}",
+            )
+            for seed in range(args.seeds)
+        ]
+        summary[variant] = summarise(runs, args.threshold)
+    print(
+        f"\n{args.config}: {args.budget} RL episodes per run, {args.seeds} seeds, threshold {args.threshold}"
+    )
+    columns = ["variant", "final held-out eval", "best", "zero-variance share", "reached"]
+    columns += ["samples to threshold", "tokens", "seconds"]
+    print("| " + " | ".join(columns) + " |\n" + "|---" * len(columns) + "|")
+    for variant, s in summary.items():
+        cells = [variant, show(s["final_eval"]), show(s["best_eval"]), show(s["zero_variance_share"])]
+        cells += [
+            s["reached_threshold"],
+            *(show(s[f"{k}_to_threshold"], 0) for k in ("samples", "tokens", "seconds")),
+        ]
+        print("| " + " | ".join(cells) + " |")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"args": vars(args), "summary": summary}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
