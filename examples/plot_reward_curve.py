@@ -46,8 +46,7 @@ def main(out: str, *run_dirs: str) -> None:
         mean = [np.mean([e[step] for e in evals]) for step in common]
         label = f"held-out eval, mean of {len(evals)} seeds"
         ax.plot(common, mean, "o-", color="#c33", ms=4, lw=2, label=label)
-    top = max(0.3, max((v for e in evals for v in e.values()), default=0) * 1.2)
-    ax.set(xlabel="optimizer step", ylabel="mean reward", ylim=(-0.02, min(1.08, top)))
+    ax.set(xlabel="optimizer step", ylabel="mean reward", ylim=(-0.02, 1.05))
     ax.set_title(", ".join(Path(run).name for run in run_dirs), fontsize=9)
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
