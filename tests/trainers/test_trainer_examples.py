@@ -32,3 +32,17 @@ def test_examples_cover_the_cpu_demo_and_the_gpu_recipes():
         "code_qwen05b_vllm.toml",
         "sql_qwen05b_vllm.toml",
     } <= names
+
+
+def test_the_smollm2_demo_runs_one_step_on_the_real_model(smollm2, tmp_path):
+    # The demo itself takes about 25 minutes (docs/trainer.md); here: its config, shrunk to one step.
+    from gfcr.trainers import Trainer
+
+    data = TrainConfig.from_toml(EXAMPLES[0].with_name("math_smollm2_cpu.toml")).to_dict()
+    assert data["model"]["lora_rank"] > 0 and data["env"]["kwargs"]["answer_format"] == "plain"
+    data["model"]["path"] = str(smollm2)
+    data["rollout"].update(prompts_per_step=2, group_size=2, max_tokens=8)
+    data["log"].update(eval_every=1, eval_episodes=2, progress=False, tensorboard=False)
+    small = TrainConfig.from_dict({**data, "steps": 1, "out_dir": str(tmp_path / "run")})
+    history = Trainer(small).train()
+    assert [m["step"] for m in history] == [1] and "eval/reward_mean" in history[-1]
