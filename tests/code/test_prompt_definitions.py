@@ -16,15 +16,6 @@ import pytest
 import gfcr  # noqa: F401  (registers the envs)
 from gfcr.envs.code import grade, load_source
 from gfcr.envs.code.grading import code_sandbox
-from gfcr.errors import SandboxUnavailableError
-from gfcr.sandboxes.bwrap import check_local_backend
-
-try:
-    check_local_backend()
-    NO_SANDBOX = ""
-except SandboxUnavailableError as e:
-    NO_SANDBOX = str(e)
-pytestmark = pytest.mark.skipif(bool(NO_SANDBOX), reason=f"no local sandbox: {NO_SANDBOX}")
 
 HELPER_TASKS = ["humaneval/10", "humaneval/32", "humaneval/38"]
 
