@@ -66,8 +66,7 @@ class MathEnv(TextEnv):
         tasks: TaskSource | None = None,
         **options: Any,
     ) -> None:
-        self.verifier = MathVerifier(answer_format)  # checks the name
-        self.answer_format = answer_format
+        self.verifier = MathVerifier(answer_format)  # checks the name; GFCR modules can share it
         unknown = [name for name in tools if name not in TOOLS]
         if unknown:
             raise UnknownNameError("math tool", unknown[0], TOOLS)
@@ -87,16 +86,16 @@ class MathEnv(TextEnv):
 
     def render_prompt(self, task: Task) -> str:
         hint = f"\n{TOOL_HINT.format(names=', '.join(self.tools))}" if self.tools else ""
-        return f"{task.prompt}\n\n{INSTRUCTIONS[self.answer_format]}{hint}"
+        return f"{task.prompt}\n\n{INSTRUCTIONS[self.verifier.answer_format]}{hint}"
 
     def respond(self, action: Action) -> Outcome:
         if action.tool_calls:
             return self.run_tools(action)
         assert self.task is not None  # step() checks reset() was called
         # self.verifier's verdict, with the answer extracted once for the verdict and the message.
-        answer = extract_answer(action.text, self.answer_format)
+        answer = extract_answer(action.text, self.verifier.answer_format)
         if answer is None:
-            no_answer = f"No final answer found. {INSTRUCTIONS[self.answer_format]}"
+            no_answer = f"No final answer found. {INSTRUCTIONS[self.verifier.answer_format]}"
             return Outcome(no_answer, terminated=True, signals=answer_signals(None, False))
         correct = check_answer(self.task, answer)
         observation = f"Your answer {answer} is {'correct' if correct else 'incorrect'}."

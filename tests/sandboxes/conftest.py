@@ -19,7 +19,6 @@ BACKENDS = ("local", "docker")
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "local_only(reason): attacks only the local backend's machinery")
-    config.addinivalue_line("markers", "docker_gap(reason): a known gap of the Docker backend (strict xfail)")
 
 
 def pytest_collection_modifyitems(items):
@@ -29,8 +28,6 @@ def pytest_collection_modifyitems(items):
             continue
         if (marker := item.get_closest_marker("local_only")) is not None:
             item.add_marker(pytest.mark.skip(reason=f"local backend only: {marker.args[0]}"))
-        if (marker := item.get_closest_marker("docker_gap")) is not None:  # fails until the gap is closed
-            item.add_marker(pytest.mark.xfail(strict=True, reason=f"Docker backend gap: {marker.args[0]}"))
 
 
 def local_backend_reason() -> str | None:
