@@ -9,8 +9,8 @@ throws away). Per variant, over seeds (mean ± 95% t-interval):
   (runs that never reach it count as not reached);
 - the share of zero-variance groups that reached the update (no gradient signal).
 
-    python benchmarks/gfcr_training.py --config examples/tooluse_tiny_cpu.toml --seeds 3 \\
-        --budget 4096 --threshold 0.5 --json docs/bench_gfcr_training.json
+    python benchmarks/gfcr_training.py --config examples/math_smollm2_cpu.toml --seeds 3 \\
+        --budget 384 --threshold 0.25 --set log.eval_every=2 --json docs/bench_gfcr_training.json
 
 Runs go to runs/gfcr-training/<variant>/seed<k>; an existing finished run is read, not re-run.
 """
@@ -33,12 +33,15 @@ VARIANTS: dict[str, list[str]] = {  # `gfcr train --set` overrides on top of the
     "thompson selection": ['rollout.selector="thompson"'],
     "vcrl selection": ['rollout.selector="vcrl"'],
     "dynamic + thompson": ["dynamic_sampling.filter_groups=true", 'rollout.selector="thompson"'],
+    "early stopping": ["early_stopping.enabled=true"],
     "replay rescue": ["replay.enabled=true", "replay.rescue=true"],
 }
 T_975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}  # Student's t
 
 
-def run(config: str, variant: str, seed: int, budget: int, out: Path) -> list[dict[str, Any]]:
+def run(
+    config: str, variant: str, seed: int, budget: int, out: Path, base: list[str]
+) -> list[dict[str, Any]]:
     """One training run (skipped when `out` already holds a finished one); its metrics."""
     finished = out / "metrics.jsonl"
     if not (finished.exists() and any("run/stopped_for" in m for m in read_metrics(out))):
@@ -50,7 +53,7 @@ def run(config: str, variant: str, seed: int, budget: int, out: Path) -> list[di
             "log.progress=false",
         ]
         command = [sys.executable, "-m", "gfcr", "train", config, "--no-resume"]
-        for override in overrides + VARIANTS[variant]:
+        for override in base + overrides + VARIANTS[variant]:
             command += ["--set", override]
         print(f"{variant}, seed {seed}: {' '.join(command[3:])}", flush=True)
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
@@ -120,6 +123,9 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=4096, help="RL episodes per run")
     parser.add_argument("--threshold", type=float, default=0.5, help="held-out eval reward to reach")
     parser.add_argument("--runs", default="runs/gfcr-training")
+    parser.add_argument(
+        "--set", action="append", default=[], dest="base", help="a `gfcr train --set` for every variant"
+    )
     parser.add_argument("--json", help="write the summary here")
     args = parser.parse_args()
     summary = {}
@@ -131,6 +137,7 @@ def main() -> None:
                 seed,
                 args.budget,
                 Path(args.runs) / variant.replace(" ", "-") / f"seed{seed}",
+                args.base,
             )
             for seed in range(args.seeds)
         ]

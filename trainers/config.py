@@ -127,6 +127,28 @@ class DynamicSamplingConfig:
 
 
 @dataclass(frozen=True)
+class EarlyStoppingConfig:
+    """`[early_stopping]`: sample each step's prompts in waves and stop a prompt once its group is
+    decided (`gfcr.control.EarlyStopping`, after AR3PO's adaptive rollout, Zhang et al. 2025)."""
+
+    enabled: bool = setting(
+        False,
+        "Sample each group in waves; a prompt whose samples all agree, and whose posterior says the rest "
+        "would agree too, stops early and its group is dropped (it would carry no signal).",
+    )
+    wave: int = setting(2, "Samples per prompt per wave (1 <= wave <= [rollout] group_size).")
+    confidence: float = setting(
+        0.9, "Stop when the posterior probability that the remaining samples agree is at least this."
+    )
+
+    def __post_init__(self) -> None:
+        if self.wave < 1:
+            raise ConfigError(f"[early_stopping] wave must be >= 1, got {self.wave}")
+        if not 0.0 < self.confidence < 1.0:
+            raise ConfigError(f"[early_stopping] confidence must be in (0, 1), got {self.confidence}")
+
+
+@dataclass(frozen=True)
 class OverlongPenaltyConfig:
     """`[overlong_penalty]`: DAPO's soft overlong punishment (Yu et al. 2025, eq. 13) added to each
     episode's reward, on the policy's own tokens (`gfcr.filter.overlong_penalty`)."""
@@ -275,6 +297,9 @@ class TrainConfig:
     dynamic_sampling: DynamicSamplingConfig = setting(
         default_factory=DynamicSamplingConfig, help="DAPO's dynamic sampling (Control)."
     )
+    early_stopping: EarlyStoppingConfig = setting(
+        default_factory=EarlyStoppingConfig, help="Early stopping of decided groups (Control)."
+    )
     overlong_penalty: OverlongPenaltyConfig = setting(
         default_factory=OverlongPenaltyConfig, help="DAPO's overlong reward shaping (Filter)."
     )
@@ -298,6 +323,16 @@ class TrainConfig:
             raise ConfigError("need steps >= 0, checkpoint_every >= 0, keep_checkpoints >= 1")
         if self.sample_budget is not None and self.sample_budget < 1:
             raise ConfigError(f"sample_budget must be >= 1 (or unset), got {self.sample_budget}")
+        if self.early_stopping.enabled and self.dynamic_sampling.filter_groups:
+            raise ConfigError(
+                "[early_stopping] and [dynamic_sampling] filter_groups both decide how a step samples; "
+                "enable one of them"
+            )
+        if self.early_stopping.enabled and self.early_stopping.wave > self.rollout.group_size:
+            raise ConfigError(
+                f"[early_stopping] wave must be <= [rollout] group_size ({self.rollout.group_size}), "
+                f"got {self.early_stopping.wave}"
+            )
 
     @property
     def total_steps(self) -> int:

@@ -110,10 +110,16 @@ class Trainer:
             if config.overlong_penalty.enabled
             else None
         )
-        if config.dynamic_sampling.filter_groups and self.replay is not None and config.replay.rescue:
+        dropper = (
+            "[dynamic_sampling] filter_groups"
+            if config.dynamic_sampling.filter_groups
+            else "[early_stopping]" if config.early_stopping.enabled else None
+        )
+        if dropper and self.replay is not None and config.replay.rescue:
             logger.warning(
-                "[replay] rescue has nothing to rescue with [dynamic_sampling] filter_groups: all-failed "
-                "groups are dropped and replaced by fresh prompts before it runs; use one or the other"
+                "[replay] rescue has nothing to rescue with %s: all-failed groups are dropped before it "
+                "runs; use one or the other",
+                dropper,
             )
         self.last_rollout: StepRollout | None = None  # the latest RL step's, for inspection
         self.settings = UpdateSettings(

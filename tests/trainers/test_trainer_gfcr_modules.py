@@ -85,3 +85,36 @@ def test_training_with_the_overlong_penalty_uses_and_logs_it(make_config):
     ]
     zero = np.mean([len(set(rewards)) == 1 for rewards in shaped])
     assert history[-1]["rollout/zero_variance_share"] == pytest.approx(zero)
+
+
+def test_early_stopping_stops_decided_prompts_and_trains_on_full_informative_groups(make_config):
+    # 2 prompts of a 2-task pool, groups of 6 in waves of 2: prompts come back every step, so their
+    # posteriors grow sure and decided prompts stop after a wave (the parity env is random, so some
+    # prompts agree by chance: the confidence is set low enough that they are stopped).
+    config = make_config(
+        env={"num_tasks": 2},
+        rollout={"prompts_per_step": 2, "group_size": 6},
+        early_stopping={"enabled": True, "wave": 2, "confidence": 0.05},
+        steps=3,
+    )
+    trainer = Trainer(config)
+    history = trainer.train()
+    for m in history:
+        assert m["rollout/zero_variance_share"] == 0.0  # stopped and uninformative groups never train
+        assert m["rollout/episodes"] <= 12 and m["rollout/rounds"] >= 1
+        assert m["rollout/groups"] + m["rollout/dropped_groups"] == 2
+    assert sum(m["rollout/stopped_groups"] for m in history) >= 1
+    assert sum(m["rollout/episodes"] for m in history) < 3 * 12  # stopped prompts saved samples
+    assert history[-1]["rollout/samples_total"] == sum(m["rollout/episodes"] for m in history)
+    assert trainer.last_rollout is not None
+    for group in trainer.last_rollout.groups.values():
+        assert len(group) == 6 and len({t.total_reward for t in group}) > 1
+
+
+def test_early_stopping_and_dynamic_sampling_are_one_or_the_other(make_config):
+    from gfcr.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="enable one of them"):
+        make_config(early_stopping={"enabled": True}, dynamic_sampling={"filter_groups": True})
+    with pytest.raises(ConfigError, match=r"wave must be <= \[rollout\] group_size \(3\), got 4"):
+        make_config(early_stopping={"enabled": True, "wave": 4})
