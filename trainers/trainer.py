@@ -110,11 +110,9 @@ class Trainer:
             if config.overlong_penalty.enabled
             else None
         )
-        dropper = (
-            "[dynamic_sampling] filter_groups"
-            if config.dynamic_sampling.filter_groups
-            else "[early_stopping]" if config.early_stopping.enabled else None
-        )
+        dropper = "[dynamic_sampling] filter_groups" if config.dynamic_sampling.filter_groups else None
+        if config.early_stopping.enabled:
+            dropper = "[early_stopping]"
         if dropper and self.replay is not None and config.replay.rescue:
             logger.warning(
                 "[replay] rescue has nothing to rescue with %s: all-failed groups are dropped before it "
