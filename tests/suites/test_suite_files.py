@@ -1,0 +1,130 @@
+"""Suites you define: TOML suite files, their errors, their fingerprint, and `gfcr.suites` plugins."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from dataclasses import replace
+
+import pytest
+
+from gfcr.errors import ConfigError, UnknownNameError
+from gfcr.suites import Suite, SuiteEntry, load_suite
+
+AIME = "gfcr/Math-v0"
+SUITE_FILE = """
+name = "aime-mini"
+description = "Two AIME 2024 problems twice, two CHAMP problems once."
+version = "3"
+
+[[entries]]
+env_id = "gfcr/Math-v0"
+kwargs = { split = "AIME2024" }
+tasks = ["mmath/AIME2024/0", "mmath/AIME2024/3"]
+k = 2
+
+[[entries]]
+env_id = "gfcr/Math-v0"
+kwargs = { dataset = "champ" }
+num_tasks = 2
+"""
+
+
+@pytest.fixture
+def suite_file(tmp_path):
+    path = tmp_path / "aime-mini.toml"
+    path.write_text(SUITE_FILE)
+    return path
+
+
+def test_a_suite_file_loads_with_its_entries_tasks_and_samples(suite_file):
+    suite = load_suite(suite_file)
+    assert (suite.name, suite.version, len(suite)) == ("aime-mini", "3", 4)
+    first, second = suite.entries
+    assert first.task_ids() == ["mmath/AIME2024/0", "mmath/AIME2024/3"] and first.sample_seeds(1) == [0, 1]
+    assert len(second.task_ids()) == 2 and second.sample_seeds(k=3, seed=5) == [5, 6, 7]
+
+
+def test_the_fingerprint_is_stable_across_processes_and_follows_the_work(suite_file):
+    suite = load_suite(suite_file)
+    script = f"import gfcr; from gfcr.suites import load_suite; print(load_suite({str(suite_file)!r}).fingerprint())"
+    other_process = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert other_process.stdout.strip() == suite.fingerprint(), other_process.stderr
+    assert len(suite.fingerprint()) == 64 and int(suite.fingerprint(), 16) >= 0
+    # Name, description and version are labels, not work: the same entries give the same fingerprint.
+    assert replace(suite, name="x", description="y", version="9").fingerprint() == suite.fingerprint()
+    first, second = suite.entries
+    changed = {
+        "a task": replace(first, tasks=("mmath/AIME2024/0", "mmath/AIME2024/4")),
+        "a keyword": replace(first, kwargs={"split": "AIME2024", "max_turns": 2}),
+        "the samples": replace(first, k=3),
+    }
+    for what, entry in changed.items():
+        assert Suite("s", "", (entry, second)).fingerprint() != suite.fingerprint(), what
+    manifest = suite.manifest()[0]
+    assert manifest["code"]["env"]["class"] == "gfcr.envs.math.env:MathEnv"
+    assert manifest["code"]["verifier"]["class"] == "gfcr.envs.math.verifier:MathVerifier"
+    assert [task_id for task_id, _ in manifest["tasks"]] == ["mmath/AIME2024/0", "mmath/AIME2024/3"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('name = "x"\n[[entries]]\nenv_id = "gfcr/Math-v0"\nnum_task = 3\n',
+         "[entries #1]: unknown key 'num_task'; did you mean 'num_tasks'?"),
+        ('nmae = "x"\n[[entries]]\nenv_id = "gfcr/Math-v0"\n', "unknown key 'nmae'; did you mean 'name'?"),
+        ('[[entries]]\nenv_id = "gfcr/Mth-v0"\n', "unknown env id 'gfcr/Mth-v0'; did you mean 'gfcr/Math-v0'?"),
+        ('[[entries]]\nkwargs = {}\n', "[entries #1]: missing key 'env_id'"),
+        ('name = "x"\n', "a suite needs one [[entries]] table per env"),
+        ('[[entries]]\nenv_id = "gfcr/Math-v0"\nnum_tasks = 2\ntasks = ["a"]\n', "not both"),
+        ('[[entries]]\nenv_id = "gfcr/Math-v0"\nk = 0\n', "k of gfcr/Math-v0 must be an integer >= 1, got 0"),
+        ('[[entries]]\nenv_id = "gfcr/Math-v0"\nseeds = "1"\n', "seeds of gfcr/Math-v0 must be a non-empty list"),
+        ("[[entries]\n", "is not valid TOML"),
+    ],
+)  # fmt: skip
+def test_bad_suite_files_say_what_is_wrong_and_where(tmp_path, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as error:
+        load_suite(path)
+    assert message in str(error.value) and str(path) in str(error.value)
+
+
+def test_an_unknown_task_id_is_named_with_the_nearest_one():
+    entry = SuiteEntry(AIME, {"split": "AIME2024"}, tasks=("mmath/AIME2024/00",))
+    with pytest.raises(UnknownNameError, match=r"unknown task id 'mmath/AIME2024/00'; did you mean"):
+        entry.task_ids()
+
+
+def test_a_missing_suite_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_suite(tmp_path / "nope.toml")
+
+
+def test_a_plugin_suite_is_found_through_its_entry_point(tmp_path, suite_file):
+    """A real installed distribution with a `gfcr.suites` entry point (a factory loading a TOML file)."""
+    package = tmp_path / "acme_suites"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        f"from gfcr.suites import load_suite\n\ndef aime():\n    return load_suite({str(suite_file)!r})\n"
+    )
+    dist_info = tmp_path / "acme_suites-1.0.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-suites\nVersion: 1.0\n")
+    (dist_info / "entry_points.txt").write_text(
+        "[gfcr.suites]\nacme-aime = acme_suites:aime\nacme-broken = no_such_module:suite\n"
+    )
+    script = textwrap.dedent(f"""
+        import sys; sys.path.insert(0, {str(tmp_path)!r})
+        import gfcr
+        assert "acme-aime" in gfcr.list_suites() and "acme-broken" not in gfcr.list_suites()
+        suite = gfcr.make_suite("acme-aime")
+        print(suite.name, len(suite), suite.fingerprint())
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["aime-mini", "4", load_suite(suite_file).fingerprint()]
+    assert "skipping suite acme-broken" in result.stderr
