@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from functools import cached_property
 
@@ -45,18 +46,9 @@ class TaskSource:
         for source in sources:
             offsets.append(offsets[-1] + len(source))
 
-        def build(index: int) -> Task:
-            for source, start, end in zip(sources, offsets, offsets[1:], strict=False):
-                if index < end:
-                    return source[index - start]
-            raise IndexError(index)
-
-        def index_of(task_id: str) -> int | None:
-            for source, start in zip(sources, offsets, strict=False):
-                if (found := source.index_of(task_id)) is not None:
-                    return start + found
-            return None
-
+        # partials of module-level functions, not closures: an env holding the source must pickle
+        build = functools.partial(_concat_build, tuple(sources), tuple(offsets))
+        index_of = functools.partial(_concat_index_of, tuple(sources), tuple(offsets))
         return cls(name, offsets[-1], build, index_of)
 
     def __len__(self) -> int:
@@ -87,3 +79,17 @@ class TaskSource:
     @cached_property
     def _id_positions(self) -> dict[str, int]:
         return {task_id: i for i, task_id in enumerate(self.ids())}
+
+
+def _concat_build(sources: Sequence[TaskSource], offsets: Sequence[int], index: int) -> Task:
+    for source, start, end in zip(sources, offsets, offsets[1:], strict=False):
+        if index < end:
+            return source[index - start]
+    raise IndexError(index)
+
+
+def _concat_index_of(sources: Sequence[TaskSource], offsets: Sequence[int], task_id: str) -> int | None:
+    for source, start in zip(sources, offsets, strict=False):
+        if (found := source.index_of(task_id)) is not None:
+            return start + found
+    return None

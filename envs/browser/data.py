@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from gfcr.envs.browser.apps import APPS
@@ -50,8 +51,10 @@ def app_source(name: str) -> TaskSource:
     """Every task of the app `name`: `<name>/0` … `<name>/<num_tasks - 1>`."""
     app = APPS[name]
 
-    def index_of(task_id: str) -> int | None:
-        prefix, _, number = task_id.partition("/")
-        return int(number) if prefix == name and number.isdigit() and int(number) < app.num_tasks else None
-
+    index_of = functools.partial(_app_index, name, app.num_tasks)  # not a closure: envs must pickle
     return TaskSource(name, app.num_tasks, app.task, index_of)
+
+
+def _app_index(name: str, num_tasks: int, task_id: str) -> int | None:
+    prefix, _, number = task_id.partition("/")
+    return int(number) if prefix == name and number.isdigit() and int(number) < num_tasks else None

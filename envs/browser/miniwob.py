@@ -16,6 +16,7 @@ only the task (and its text does not change with the clock).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from functools import cache
 from typing import Any
@@ -60,21 +61,26 @@ def miniwob_source(pages: Sequence[str] | None = None, num_seeds: int = 100) -> 
         if page not in known:
             raise UnknownNameError("MiniWoB page", page, known)
 
-    def build(index: int) -> Task:
-        page, seed = chosen[index // num_seeds], index % num_seeds
-        prompt = f"MiniWoB task {page} (seed {seed}); its goal is shown on the page."
-        return Task(
-            f"miniwob/{page}/{seed}", prompt, None, "miniwob", {"site": "miniwob", "page": page, "seed": seed}
-        )
-
-    def index_of(task_id: str) -> int | None:
-        prefix, _, rest = task_id.partition("/")
-        page, _, seed = rest.rpartition("/")
-        if prefix != "miniwob" or page not in chosen or not seed.isdigit() or int(seed) >= num_seeds:
-            return None
-        return chosen.index(page) * num_seeds + int(seed)
-
+    # partials of module-level functions, not closures: an env holding the source must pickle
+    build = functools.partial(_miniwob_task, tuple(chosen), num_seeds)
+    index_of = functools.partial(_miniwob_index, tuple(chosen), num_seeds)
     return TaskSource("miniwob", len(chosen) * num_seeds, build, index_of)
+
+
+def _miniwob_task(chosen: Sequence[str], num_seeds: int, index: int) -> Task:
+    page, seed = chosen[index // num_seeds], index % num_seeds
+    prompt = f"MiniWoB task {page} (seed {seed}); its goal is shown on the page."
+    return Task(
+        f"miniwob/{page}/{seed}", prompt, None, "miniwob", {"site": "miniwob", "page": page, "seed": seed}
+    )
+
+
+def _miniwob_index(chosen: Sequence[str], num_seeds: int, task_id: str) -> int | None:
+    prefix, _, rest = task_id.partition("/")
+    page, _, seed = rest.rpartition("/")
+    if prefix != "miniwob" or page not in chosen or not seed.isdigit() or int(seed) >= num_seeds:
+        return None
+    return list(chosen).index(page) * num_seeds + int(seed)
 
 
 class MiniwobSite:

@@ -99,7 +99,6 @@ def reasoning_gym_source(
     `{"min_terms": 2, "max_terms": 2, "max_digits": 1}`; the task ids then name another task set,
     so use one configuration per run.
     """
-    import reasoning_gym
     from reasoning_gym.factory import DATASETS
 
     names = sorted(set(DATASETS) - RG_WITHOUT_GOLD) if generators is None else list(generators)
@@ -107,16 +106,35 @@ def reasoning_gym_source(
         if name not in DATASETS:
             raise UnknownNameError("reasoning-gym generator", name, DATASETS)
 
-    @cache
-    def dataset(name: str) -> Any:
-        try:
-            return reasoning_gym.create_dataset(name, size=size, seed=seed, **(generator_config or {}))
-        except (TypeError, ValueError, AssertionError) as e:  # an option the generator does not have
-            raise ConfigError(f"reasoning-gym generator {name!r} rejected generator_config: {e}") from e
+    tasks = _ReasoningGymTasks(tuple(names), size, seed, generator_config or {})
+    return TaskSource("reasoning_gym", len(names) * size, tasks.build, tasks.index_of)
 
-    def build(index: int) -> Task:
-        name, position = names[index // size], index % size
-        entry = dataset(name)[position]
+
+class _ReasoningGymTasks:
+    """Builds and finds reasoning-gym tasks; a class, not closures, so an env holding it pickles."""
+
+    def __init__(self, names: tuple[str, ...], size: int, seed: int, config: dict[str, Any]) -> None:
+        self.names, self.size, self.seed, self.config = names, size, seed, config
+        self._datasets: dict[str, Any] = {}
+
+    def __getstate__(self) -> dict[str, Any]:  # the generators are rebuilt on demand after unpickling
+        return {**self.__dict__, "_datasets": {}}
+
+    def dataset(self, name: str) -> Any:
+        import reasoning_gym
+
+        if name not in self._datasets:
+            try:
+                self._datasets[name] = reasoning_gym.create_dataset(
+                    name, size=self.size, seed=self.seed, **self.config
+                )
+            except (TypeError, ValueError, AssertionError) as e:  # an option the generator does not have
+                raise ConfigError(f"reasoning-gym generator {name!r} rejected generator_config: {e}") from e
+        return self._datasets[name]
+
+    def build(self, index: int) -> Task:
+        name, position = self.names[index // self.size], index % self.size
+        entry = self.dataset(name)[position]
         return Task(
             id=f"rg/{name}/{position}",
             prompt=entry["question"],
@@ -125,14 +143,12 @@ def reasoning_gym_source(
             metadata={"entry": entry},
         )
 
-    def index_of(task_id: str) -> int | None:
+    def index_of(self, task_id: str) -> int | None:
         prefix, _, rest = task_id.partition("/")
         name, _, position = rest.rpartition("/")
-        if prefix != "rg" or name not in names or not position.isdigit() or int(position) >= size:
+        if prefix != "rg" or name not in self.names or not position.isdigit() or int(position) >= self.size:
             return None
-        return names.index(name) * size + int(position)
-
-    return TaskSource("reasoning_gym", len(names) * size, build, index_of)
+        return self.names.index(name) * self.size + int(position)
 
 
 def file_source(

@@ -16,6 +16,7 @@ Signals: `format_ok` (the action could be read), `used_tool` (lookup was called)
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -51,17 +52,22 @@ def tooluse_tasks(num_tasks: int = 10_000, num_codes: int = 10, seed: int = 0) -
             f"need 1 <= num_tasks <= {26**3} and 2 <= num_codes <= 1000, got {num_tasks}, {num_codes}"
         )
 
-    def build(index: int) -> Task:
-        code = random.Random(seed * 1_000_003 + index).randrange(num_codes)
-        return Task(f"tooluse/{index}", PROMPT.format(name=locker_name(index)), str(code), source="tooluse")
-
-    def index_of(task_id: str) -> int | None:
-        prefix, _, number = task_id.partition("/")
-        if prefix != "tooluse" or not number.isdigit() or int(number) >= num_tasks:
-            return None
-        return int(number)
-
+    # functools.partial over module-level functions, not closures: the env must pickle
+    build = functools.partial(_build_task, num_codes, seed)
+    index_of = functools.partial(_index_of, num_tasks)
     return TaskSource(f"tooluse-{num_tasks}x{num_codes}", num_tasks, build, index_of)
+
+
+def _build_task(num_codes: int, seed: int, index: int) -> Task:
+    code = random.Random(seed * 1_000_003 + index).randrange(num_codes)
+    return Task(f"tooluse/{index}", PROMPT.format(name=locker_name(index)), str(code), source="tooluse")
+
+
+def _index_of(num_tasks: int, task_id: str) -> int | None:
+    prefix, _, number = task_id.partition("/")
+    if prefix != "tooluse" or not number.isdigit() or int(number) >= num_tasks:
+        return None
+    return int(number)
 
 
 class ToolUseEnv(TextEnv):

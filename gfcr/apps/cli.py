@@ -1,6 +1,8 @@
 """The `gfcr` command line: list envs and suites, run and bench agents, serve and make models.
 
 gfcr list
+gfcr check gfcr/Math-v0
+gfcr new-env letter-count
 gfcr run gfcr/Math-v0 --agent scripted:oracle -n 100 --out t.jsonl
 gfcr bench smoke --agent scripted:oracle --agent scripted:random -k 4 --report reports/smoke
 gfcr tiny-model runs/tiny-model
@@ -83,6 +85,61 @@ def list_command() -> None:
         suite = gfcr.make_suite(name)
         suites.add_row(name, str(len(suite)), suite.description)
     console.print(envs, suites)
+
+
+@app.command()
+def check(
+    env_id: Annotated[str, typer.Argument(help="Env id to check, e.g. acme/Reverse-v0 (see `gfcr list`).")],
+    env_arg: EnvArgs = None,
+    examples: Annotated[int, typer.Option(min=0, help="Seeded random texts sent as actions.")] = 50,
+    episodes: Annotated[int, typer.Option(min=1, help="Episodes of the oracle and of random junk.")] = 5,
+    seed: Annotated[int, typer.Option(help="Seed of the random texts.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Check an env against the gfcr env contract, as gfcr checks its own; exit 1 if it breaks it.
+
+    Gymnasium's check_env, seeding and task ids, hostile actions, the step after the end, sync and
+    async vector envs, pickling, declared signals, and the oracle (~1.0) and random junk (~0).
+    """
+    from gfcr.testing import check_contract
+
+    try:
+        kwargs = _parse_env_args(env_arg or [])
+    except GfcrError as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    report = check_contract(env_id, kwargs, examples=examples, seed=seed, episodes=episodes)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        table = Table(title=f"gfcr check · {env_id}", title_justify="left", box=box.SIMPLE_HEAD)
+        for column in ("check", "result", "seconds", "detail"):
+            table.add_column(column, justify="right" if column == "seconds" else "left", overflow="fold")
+        colours = {"passed": "green", "failed": "red", "skipped": "yellow"}
+        for r in report.results:
+            table.add_row(r.name, f"[{colours[r.status]}]{r.status}[/]", f"{r.seconds:.1f}", r.detail)
+        console.print(table)
+        verdict = "[green]passes[/green]" if report.passed else "[red]breaks[/red]"
+        console.print(f"{env_id} {verdict} the env contract")
+    if not report.passed:
+        raise typer.Exit(1)
+
+
+@app.command("new-env")
+def new_env(
+    name: Annotated[str, typer.Argument(help="The env's name, e.g. letter-count (its package and env id).")],
+    directory: Annotated[Path, typer.Option("--dir", help="Folder to write the package under.")] = Path("."),
+) -> None:
+    """Write a plugin package (pyproject entry point, env, tool, oracle, test) that passes `gfcr check`."""
+    from gfcr.apps.new_env import write_env_package
+
+    try:
+        root, env_id = write_env_package(name, directory)
+    except GfcrError as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    console.print(f"wrote {root}: env {env_id}", soft_wrap=True)
+    console.print(f"next: pip install -e {root} && gfcr check {env_id}", soft_wrap=True)
 
 
 @app.command()

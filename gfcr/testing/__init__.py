@@ -1,6 +1,14 @@
-"""Support for tests and benchmarks of gfcr and of code built on it (not used by the library).
+"""Support for tests of gfcr and of code built on it: env contract checks and synthetic workloads.
 
+- `contract.py`: the env contract as executable checks (`check_contract` and one `check_*` per
+  rule), shared by gfcr's own tests, `gfcr check ENV_ID` and plugin authors' test suites.
 - `workloads.py`: synthetic workloads with a known ground truth (`BernoulliPrompts`, `ShopTools`),
   for measuring the GFCR modules against the truth.
 - `openenv_echo.py`: an env written with openenv's server classes alone (needs the `remote` extra).
 """
+
+from __future__ import annotations
+
+from gfcr.testing.contract import CheckResult, ContractReport, ContractViolation, check_contract
+
+__all__ = ["CheckResult", "ContractReport", "ContractViolation", "check_contract"]
