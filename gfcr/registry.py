@@ -7,11 +7,23 @@ entry-point group `gfcr.envs`: the entry point's name is the env id and its valu
     [project.entry-points."gfcr.envs"]
     "acme/Sudoku-v0" = "acme_envs.sudoku:SudokuEnv"
 
-and Gymnasium's own `gymnasium.register` keeps working for ids in the `gfcr/` namespace.
+and Gymnasium's own `gymnasium.register` keeps working for ids in the `gfcr/` namespace. The
+class is imported only when the env is made. A plugin whose env needs registration keywords
+(default `kwargs`, `max_episode_steps` …: any keyword of `gymnasium.register`) names a mapping of
+them in the group `gfcr.env_registrations` instead; that mapping is loaded at `import gfcr`, so
+keep it in a light module:
+
+    [project.entry-points."gfcr.env_registrations"]
+    "acme/Sudoku-Easy-v0" = "acme_envs.registrations:SUDOKU_EASY"
+
+    # acme_envs/registrations.py
+    SUDOKU_EASY = {"entry_point": "acme_envs.sudoku:SudokuEnv", "kwargs": {"level": "easy"},
+                   "max_episode_steps": 20}
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import logging
 from importlib.metadata import entry_points
@@ -42,7 +54,7 @@ def register_env(env_id: str, entry_point: str | Any, **kwargs: Any) -> None:
     True
     """
     if env_id not in gym.registry:
-        gym.register(env_id, entry_point=entry_point, disable_env_checker=False, **kwargs)
+        gym.register(env_id, entry_point=entry_point, **{"disable_env_checker": False, **kwargs})
     _registered.add(env_id)
 
 
@@ -55,6 +67,38 @@ def register_builtin_envs() -> None:
             register_env(plugin.name, plugin.value)
         except Exception as e:  # one bad plugin must not break `import gfcr`
             logger.warning("skipping env plugin %s = %s: %s", plugin.name, plugin.value, e)
+    for plugin in entry_points(group="gfcr.env_registrations"):
+        try:
+            register_env(plugin.name, **registration_keywords(plugin.load(), plugin.value))
+        except Exception as e:
+            logger.warning("skipping env plugin %s = %s: %s", plugin.name, plugin.value, e)
+
+
+REGISTRATION_KEYS = ("entry_point", "kwargs", "max_episode_steps", "reward_threshold", "nondeterministic",
+                     "order_enforce", "disable_env_checker", "additional_wrappers")  # fmt: skip
+
+
+def registration_keywords(registration: Any, where: str = "registration") -> dict[str, Any]:
+    """The `gymnasium.register` keywords of a `gfcr.env_registrations` entry point's mapping, checked.
+
+    >>> registration_keywords({"entry_point": "m:Env", "max_episode_step": 5}, "acme")
+    Traceback (most recent call last):
+    ...
+    gfcr.errors.ConfigError: acme: unknown key 'max_episode_step'; did you mean 'max_episode_steps'? ...
+    """
+    from gfcr.errors import ConfigError
+
+    if not isinstance(registration, dict) or "entry_point" not in registration:
+        raise ConfigError(
+            f"{where}: expected a dict of gymnasium.register keywords with an 'entry_point', "
+            f"got {registration!r}"
+        )
+    for key in registration:
+        if key not in REGISTRATION_KEYS:
+            close = difflib.get_close_matches(key, REGISTRATION_KEYS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"{where}: unknown key {key!r}{hint} Known: {', '.join(REGISTRATION_KEYS)}")
+    return dict(registration)
 
 
 def list_envs() -> list[str]:

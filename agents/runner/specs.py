@@ -79,13 +79,15 @@ def episodes_for_env(
 
 
 def episodes_for_suite(suite: Suite, k: int = 1, *, seed: int = 0) -> list[EpisodeSpec]:
-    """`k` samples of every task of `suite`; sample j has seed `seed + j`."""
+    """`k` samples of every task of `suite`; sample j has seed `seed + j` — unless the task's entry
+    fixes its own samples (`SuiteEntry.k` or `SuiteEntry.seeds`)."""
     if k < 1:
         raise ConfigError(f"k (samples per task) must be >= 1, got {k}")
     specs = []
     for entry, task_id in suite.tasks():
         config = env_config(entry.env_id, entry.kwargs)
-        specs += [EpisodeSpec(config, task_id, seed + j, sample=j) for j in range(k)]
+        seeds = entry.sample_seeds(k, seed)
+        specs += [EpisodeSpec(config, task_id, sample_seed, sample=j) for j, sample_seed in enumerate(seeds)]
     return specs
 
 

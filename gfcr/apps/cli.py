@@ -196,7 +196,10 @@ def run(
 @runner_options
 def bench(
     target: Annotated[
-        list[str], typer.Argument(help="A suite name (see `gfcr list`) or one or more env ids.")
+        list[str],
+        typer.Argument(
+            help="A suite name (see `gfcr list`), a suite file (.toml, docs/suites.md) or env ids."
+        ),
     ],
     agent: Annotated[list[str], typer.Option("--agent", "-a", help="Policy spec; repeat to compare agents.")],
     k: Annotated[int, typer.Option("-k", min=1, help="Samples per task (for pass@k and pass^k).")] = 1,
@@ -241,8 +244,11 @@ def bench(
     except GfcrError as e:
         console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
-    scores, reasons = _bench_tables(result, k)
+    scores, reasons = _bench_tables(result, max(k, result.k))
     console.print(scores, *([reasons] if reasons.row_count else []))  # no table when all were solved
+    console.print(
+        f"suite {result.suite} v{result.suite_version} · fingerprint {result.fingerprint}", soft_wrap=True
+    )
     console.print(f"report: {index}", soft_wrap=True)
     _exit_on_failures({r.agent: r.trajectories for r in result.agents})
 
@@ -409,7 +415,7 @@ def _bench_tables(result: Any, k: int) -> tuple[Table, Table]:
     """The scores of each agent, and its episodes not solved by reason (a BenchResult's)."""
     scores = Table(title=f"gfcr bench · {result.suite} · k={k}", title_justify="left", box=box.SIMPLE_HEAD)
     per_k = [f"pass@{k}", f"pass^{k}"] if k > 1 else []  # with k=1 both equal pass@1
-    columns = ["agent", "episodes", "pass@1", *per_k, "reward", "tok/ep", "policy s", "env s"]
+    columns = ["agent", "episodes", "pass@1", *per_k, "reward", "tok/ep", "policy s/ep", "env s/ep"]
     widest = max((len(r.agent) for r in result.agents), default=5)
     scores.add_column("agent", min_width=min(widest, 30), overflow="fold")
     for column in columns[1:]:
@@ -420,8 +426,9 @@ def _bench_tables(result: Any, k: int) -> tuple[Table, Table]:
     for r in result.agents:
         s = r.overall
         values = [s.pass_at_1, *([s.pass_at.get(k, 0), s.pass_hat.get(k, 0)] if k > 1 else []), s.mean_reward]
+        per_episode = [s.policy_s / max(s.episodes, 1), s.env_s / max(s.episodes, 1)]  # means, not totals
         scores.add_row(r.agent, str(s.episodes), *(f"{v:.3f}" for v in values), f"{s.mean_tokens_out:.0f}",
-                       f"{s.policy_s:.1f}", f"{s.env_s:.1f}")  # fmt: skip
+                       *(f"{v:.3f}" for v in per_episode))  # fmt: skip
         for outcome, count in s.outcomes.items():
             if outcome != "solved":
                 reasons.add_row(r.agent, outcome, str(count))

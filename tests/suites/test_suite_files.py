@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
 from dataclasses import replace
 
 import pytest
+from typer.testing import CliRunner
 
+from gfcr.apps.cli import app
+from gfcr.core import read_jsonl
 from gfcr.errors import ConfigError, UnknownNameError
 from gfcr.suites import Suite, SuiteEntry, load_suite
 
@@ -128,3 +132,63 @@ def test_a_plugin_suite_is_found_through_its_entry_point(tmp_path, suite_file):
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["aime-mini", "4", load_suite(suite_file).fingerprint()]
     assert "skipping suite acme-broken" in result.stderr
+
+
+def test_an_env_plugin_carries_registration_keywords(tmp_path):
+    """`gfcr.env_registrations`: defaults and max_episode_steps from an installed plugin's mapping."""
+    package = tmp_path / "acme_regs"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        'AIME = {"entry_point": "gfcr.envs.math.env:MathEnv", "kwargs": {"split": "AIME2024"},\n'
+        '        "max_episode_steps": 1}\n'
+        'TYPO = {"entry_point": "gfcr.envs.math.env:MathEnv", "max_episode_step": 1}\n'
+    )
+    dist_info = tmp_path / "acme_regs-1.0.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-regs\nVersion: 1.0\n")
+    (dist_info / "entry_points.txt").write_text(
+        "[gfcr.env_registrations]\nacme/Aime-v0 = acme_regs:AIME\nacme/Typo-v0 = acme_regs:TYPO\n"
+    )
+    script = textwrap.dedent(f"""
+        import sys; sys.path.insert(0, {str(tmp_path)!r})
+        import gymnasium as gym, gfcr
+        assert "acme/Typo-v0" not in gfcr.list_envs()
+        spec = gym.spec("acme/Aime-v0")
+        env = gym.make("acme/Aime-v0")
+        entry = gfcr.SuiteEntry("acme/Aime-v0", num_tasks=2)
+        print(spec.max_episode_steps, len(env.unwrapped.tasks), entry.manifest()["kwargs"])
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "1 30 {'split': 'AIME2024'}"
+    assert "unknown key 'max_episode_step'; did you mean 'max_episode_steps'?" in result.stderr
+
+
+def test_gfcr_bench_runs_a_suite_file_and_records_its_version_and_fingerprint(tmp_path, suite_file):
+    report = tmp_path / "report"
+    args = [
+        "bench",
+        str(suite_file),
+        "-a",
+        "scripted:oracle",
+        "-a",
+        "scripted:random",
+        "--report",
+        str(report),
+    ]
+    result = CliRunner().invoke(app, args, terminal_width=200)
+    assert result.exit_code == 0, result.output
+    fingerprint = load_suite(suite_file).fingerprint()
+    assert f"suite aime-mini v3 · fingerprint {fingerprint}" in result.output and "pass@2" in result.output
+    results = json.loads((report / "results.json").read_text())
+    assert (results["suite"], results["suite_version"], results["suite_fingerprint"], results["k"]) == (
+        "aime-mini", "3", fingerprint, 2
+    )  # fmt: skip
+    oracle, junk = (
+        results["agents"]["scripted:oracle"]["overall"],
+        results["agents"]["scripted:random"]["overall"],
+    )
+    assert oracle["episodes"] == 2 * 2 + 2 and oracle["pass_at"]["1"] == 1.0 and junk["pass_at"]["1"] == 0.0
+    seeds = sorted(t.provenance.seed for t in read_jsonl(report / "trajectories" / "scripted_oracle.jsonl"))
+    assert seeds == [0, 0, 0, 0, 1, 1]  # AIME: k = 2 (seeds 0, 1) for 2 tasks; CHAMP: 1 sample of 2 tasks
+    assert fingerprint in (report / "index.html").read_text()

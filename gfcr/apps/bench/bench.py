@@ -1,4 +1,4 @@
-"""`gfcr bench`: run agents on a suite (or on env ids) and score them per env configuration.
+"""`gfcr bench`: run agents on a suite (a name, a suite file or env ids); score them per env configuration.
 
 Each agent's trajectories go to `REPORT/trajectories/AGENT.jsonl` as they finish, so a killed
 bench resumes with `resume=True`; the scores and the report are built from those files.
@@ -29,12 +29,13 @@ from gfcr.apps.bench.metrics import Scores, score
 from gfcr.core import Trajectory
 from gfcr.errors import ConfigError, UnknownNameError
 from gfcr.registry import list_envs
-from gfcr.suites import Suite, SuiteEntry, list_suites, make_suite
+from gfcr.suites import Suite, SuiteEntry, list_suites, load_suite, make_suite
 
 
 @dataclass(frozen=True)
 class BenchConfig:
-    """What to bench: a suite name or env ids (`target`), agent specs, samples per task (`k`)."""
+    """What to bench: a suite name, a suite file (.toml) or env ids (`target`), agent specs, samples
+    per task (`k`; a suite entry's own `k` or `seeds` win for its tasks)."""
 
     target: tuple[str, ...]
     agents: tuple[str, ...]
@@ -75,18 +76,28 @@ class AgentResult:
 
 @dataclass
 class BenchResult:
-    """Every agent's result on the suite; `labels` maps an episode id to its env configuration."""
+    """Every agent's result on the suite; `labels` maps an episode id to its env configuration.
+
+    `k` is the most samples any task got (the bench's -k, or more where a suite entry asks for it);
+    `suite_version` and `fingerprint` identify the suite's work (`Suite.fingerprint`).
+    """
 
     suite: str
     agents: list[AgentResult]
     labels: dict[str, str]
+    k: int = 1
+    suite_version: str = ""
+    fingerprint: str = ""
 
 
 def resolve_suite(
     target: tuple[str, ...], num_tasks: int | None = None, env_kwargs: dict | None = None
 ) -> Suite:
-    """The suite named `target[0]`, or a suite of the env ids in `target`; capped at `num_tasks`."""
-    if len(target) == 1 and target[0] in list_suites():
+    """The suite named `target[0]` (a registered name or a .toml suite file), or a suite of the env ids
+    in `target`; each entry capped at `num_tasks`."""
+    if len(target) == 1 and (target[0].endswith(".toml") or Path(target[0]).is_file()):
+        suite = load_suite(target[0])
+    elif len(target) == 1 and target[0] in list_suites():
         suite = make_suite(target[0])
     else:
         for env_id in target:
@@ -96,7 +107,12 @@ def resolve_suite(
         suite = Suite(",".join(target), "Env ids given on the command line.", entries)
     if num_tasks is None:
         return suite
-    capped = tuple(replace(e, num_tasks=min(e.num_tasks or num_tasks, num_tasks)) for e in suite.entries)
+    capped = tuple(
+        replace(e, tasks=e.tasks[:num_tasks])
+        if e.tasks is not None
+        else replace(e, num_tasks=min(e.num_tasks or num_tasks, num_tasks))
+        for e in suite.entries
+    )
     return replace(suite, entries=capped)
 
 
@@ -114,6 +130,7 @@ def bench(
     suite = resolve_suite(config.target, config.num_tasks, config.env_kwargs)
     specs = episodes_for_suite(suite, config.k, seed=config.seed)
     labels = {spec.id: config_label(spec.env) for spec in specs}
+    k = max([config.k, *(spec.sample + 1 for spec in specs)])
     results = []
     for agent in config.agents:
         policy = make_policy(agent)
@@ -129,14 +146,14 @@ def bench(
             label = labels[trajectory.id.split(".")[0]]
             by_entry.setdefault(label, {}).setdefault(trajectory.task_id, []).append(trajectory)
         overall = score(
-            {(label, task): ts for label, tasks in by_entry.items() for task, ts in tasks.items()}, config.k
+            {(label, task): ts for label, tasks in by_entry.items() for task, ts in tasks.items()}, k
         )
-        entries = {label: score(tasks, config.k) for label, tasks in by_entry.items()}
+        entries = {label: score(tasks, k) for label, tasks in by_entry.items()}
         result = AgentResult(agent, overall, entries, run.trajectories, path, run.seconds)
         results.append(result)
         if on_agent is not None:
             on_agent(result)
-    return BenchResult(suite.name, results, labels)
+    return BenchResult(suite.name, results, labels, k, suite.version, suite.fingerprint())
 
 
 def _slug(text: str) -> str:

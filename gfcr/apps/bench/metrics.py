@@ -56,8 +56,8 @@ class Scores:
     mean_reward: float = 0.0
     mean_tokens_in: float = 0.0
     mean_tokens_out: float = 0.0
-    policy_s: float = 0.0  # summed over episodes
-    env_s: float = 0.0
+    policy_s: float = 0.0  # seconds in the policy, summed over episodes (a total, not a mean)
+    env_s: float = 0.0  # seconds in the env, summed over episodes
     outcomes: dict[str, int] = field(default_factory=dict)  # solved, unsolved, truncated, failure reasons
 
     @property

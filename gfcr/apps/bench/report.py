@@ -30,17 +30,19 @@ def write_report(config: BenchConfig, bench: BenchResult) -> Path:
     """Write the report of `bench` into `config.report_dir`; returns the path of index.html."""
     root, suite_name, results = config.report_dir, bench.suite, bench.agents
     root.mkdir(parents=True, exist_ok=True)
-    (root / "results.json").write_text(json.dumps(_results_json(config, suite_name, results), indent=2))
+    (root / "results.json").write_text(json.dumps(_results_json(config, bench), indent=2))
     agents = [_agent_view(result) for result in results]
     outcome_names = sorted({o for r in results for o in r.overall.outcomes}, key=lambda o: (o != "solved", o))
     page = _JINJA.from_string(templates.INDEX).render(
         suite=suite_name,
+        suite_version=bench.suite_version,
+        fingerprint=bench.fingerprint,
         time=datetime.now(UTC).isoformat(timespec="seconds"),
         version=__version__,
-        k=config.k,
+        k=max(config.k, bench.k),
         tasks=results[0].overall.tasks if results else 0,
         agents=agents,
-        plots=_plots(config.k, results, outcome_names),
+        plots=_plots(max(config.k, bench.k), results, outcome_names),
         outcome_names=outcome_names,
         style=templates.STYLE,
     )
@@ -51,12 +53,15 @@ def write_report(config: BenchConfig, bench: BenchResult) -> Path:
     return index
 
 
-def _results_json(config: BenchConfig, suite_name: str, results: Sequence[AgentResult]) -> dict[str, Any]:
+def _results_json(config: BenchConfig, bench: BenchResult) -> dict[str, Any]:
+    results = bench.agents
     return {
-        "suite": suite_name,
+        "suite": bench.suite,
+        "suite_version": bench.suite_version,
+        "suite_fingerprint": bench.fingerprint,  # Suite.fingerprint(): equal means the same work
         "time": datetime.now(UTC).isoformat(timespec="seconds"),
         "gfcr_version": __version__,
-        "k": config.k,
+        "k": max(config.k, bench.k),
         "seed": config.seed,
         "agents": {
             r.agent: {
@@ -180,4 +185,3 @@ def _turns(t: Trajectory) -> list[dict[str, Any]]:
             calls, observation = (), [Message("user", step.observation)]
         turns.append({"step": step, "calls": calls, "observation": observation})
     return turns
-

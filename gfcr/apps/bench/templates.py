@@ -21,17 +21,20 @@ INDEX = """<!doctype html>
 <body>
 <h1>gfcr bench · {{ suite }}</h1>
 <p>{{ time }} · gfcr {{ version }} · k = {{ k }} · {{ tasks }} tasks · results: <a href="results.json">results.json</a></p>
+{% if fingerprint %}<p id="suite">suite {{ suite }} version {{ suite_version }} · fingerprint <code>{{ fingerprint }}</code></p>{% endif %}
 <h2>Summary</h2>
 <table id="summary">
 <tr><th>agent</th><th>episodes</th><th>pass@1</th><th>pass@{{ k }}</th><th>pass^{{ k }}</th><th>mean reward</th>
-<th>tokens in / ep</th><th>tokens out / ep</th><th>policy s</th><th>env s</th><th>failed</th><th>episodes</th></tr>
+<th>tokens in / ep</th><th>tokens out / ep</th><th>policy s, total</th><th>env s, total</th><th>failed</th><th>episodes</th>
+<th>policy s / ep</th><th>env s / ep</th></tr>
 {% for a in agents %}<tr>
 <td>{{ a.agent }}</td><td>{{ a.overall.episodes }}</td><td>{{ "%.3f"|format(a.overall.pass_at_1) }}</td>
 <td>{{ "%.3f"|format(a.overall.pass_at.get(k, 0)) }}</td><td>{{ "%.3f"|format(a.overall.pass_hat.get(k, 0)) }}</td>
 <td>{{ "%.3f"|format(a.overall.mean_reward) }}</td><td>{{ "%.0f"|format(a.overall.mean_tokens_in) }}</td>
 <td>{{ "%.0f"|format(a.overall.mean_tokens_out) }}</td><td>{{ "%.2f"|format(a.overall.policy_s) }}</td>
 <td>{{ "%.2f"|format(a.overall.env_s) }}</td><td>{{ a.failed }}</td>
-<td><a href="episodes/{{ a.slug }}/index.html">read episodes</a></td></tr>
+<td><a href="episodes/{{ a.slug }}/index.html">read episodes</a></td>
+<td>{{ "%.3f"|format(a.overall.policy_s / [a.overall.episodes, 1]|max) }}</td><td>{{ "%.3f"|format(a.overall.env_s / [a.overall.episodes, 1]|max) }}</td></tr>
 {% endfor %}</table>
 <h2>Plots</h2>
 {% for plot in plots %}<figure>{{ plot|safe }}</figure>{% endfor %}
