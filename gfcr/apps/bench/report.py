@@ -63,6 +63,7 @@ def _results_json(config: BenchConfig, bench: BenchResult) -> dict[str, Any]:
         "gfcr_version": __version__,
         "k": max(config.k, bench.k),
         "seed": config.seed,
+        "labels": bench.labels,  # episode id -> its env configuration, for `gfcr compare`
         "agents": {
             r.agent: {
                 "overall": r.overall.to_dict(),

@@ -1,0 +1,102 @@
+"""`gfcr compare` on real bench outputs: paired significance, per-env rows, leaderboard, HTML view."""
+
+from __future__ import annotations
+
+import json
+from math import comb
+
+import pytest
+from typer.testing import CliRunner
+
+from gfcr.apps.cli import app
+from gfcr.apps.compare import bootstrap_ci, compare_runs, load_runs, mcnemar_exact
+
+cli = CliRunner()
+
+
+def invoke(*args: str):
+    result = cli.invoke(app, list(args), terminal_width=200)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    """Two bench reports of the math suite (4 tasks per entry, k = 2): oracle + random, then oracle again."""
+    root = tmp_path_factory.mktemp("reports")
+    common = ["math", "--num-tasks", "4", "-k", "2"]
+    invoke("bench", *common, "-a", "scripted:oracle", "-a", "scripted:random", "--report", str(root / "both"))
+    invoke("bench", *common, "-a", "scripted:oracle", "--report", str(root / "again"))
+    return root
+
+
+def test_mcnemar_matches_the_exact_binomial_by_hand():
+    # b = 2, c = 8: P(X <= 2) for X ~ Bin(10, 1/2) is (1 + 10 + 45) / 1024; two-sided doubles it.
+    assert mcnemar_exact(2, 8) == pytest.approx(2 * (1 + 10 + 45) / 1024) == pytest.approx(0.109375)
+    assert mcnemar_exact(8, 2) == mcnemar_exact(2, 8)
+    assert mcnemar_exact(0, 12) == pytest.approx(2 / 2**12)
+    assert mcnemar_exact(3, 3) == 1.0 and mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(4, 30) == pytest.approx(2 * sum(comb(34, i) for i in range(5)) / 2**34)
+
+
+def test_the_bootstrap_interval_is_fixed_by_its_seed_and_covers_the_mean():
+    differences = [1.0, 0.0, 0.0, -0.5, 1.0, 0.5, 0.0, 1.0]
+    low, high = bootstrap_ci(differences)
+    assert (low, high) == bootstrap_ci(differences) and low < sum(differences) / 8 < high
+
+
+def test_oracle_against_random_is_significant_per_task_and_per_env(reports):
+    result = invoke("compare", str(reports / "both"))
+    assert "scripted:random vs scripted:oracle" in result.output and "significant" in result.output
+    (comparison,) = compare_runs(load_runs([reports / "both"]))["comparisons"]
+    assert (comparison.a, comparison.b) == ("scripted:oracle", "scripted:random")
+    assert comparison.paired_tasks == 12 and comparison.paired_episodes == 24
+    assert comparison.pass_at_1_a == 1.0 and comparison.pass_at_1_b == 0.0
+    assert comparison.difference == -1.0 and comparison.ci95 == (-1.0, -1.0)
+    assert (comparison.b_only_a, comparison.c_only_b) == (24, 0)
+    assert comparison.p_value == pytest.approx(2 / 2**24) and comparison.significant
+    assert len(comparison.by_env) == 3 and all(e["tasks"] == 4 for e in comparison.by_env.values())
+    assert 'gfcr/Math-v0 dataset="champ"' in comparison.by_env and len(comparison.tasks) == 12
+
+
+def test_identical_runs_are_not_significant_and_the_interval_contains_zero(reports):
+    result = json.loads(invoke("compare", str(reports / "both"), str(reports / "again"), "--json").stdout)
+    names = [row["run"] for row in result["leaderboard"]]
+    assert sorted(names) == ["again:scripted:oracle", "both:scripted:oracle", "scripted:random"]
+    assert names[-1] == "scripted:random" and result["same_suite"] is True
+    by_b = {c["b"]: c for c in result["comparisons"]}
+    same = by_b["again:scripted:oracle"]
+    assert same["difference"] == 0.0 and same["ci95"][0] <= 0.0 <= same["ci95"][1]
+    assert same["p_value"] == 1.0 and same["significant"] is False and same["tasks"] == []
+
+
+def test_runs_written_by_gfcr_run_compare_as_jsonl(tmp_path):
+    for agent in ("oracle", "random"):
+        invoke("run", "gfcr/Math-v0", "-a", f"scripted:{agent}", "-n", "6", "-e", "split=AIME2024",
+               "--out", str(tmp_path / f"{agent}.jsonl"))  # fmt: skip
+    result = json.loads(invoke("compare", str(tmp_path / "random.jsonl"), str(tmp_path / "oracle.jsonl"),
+                               "--json").stdout)  # fmt: skip
+    (comparison,) = result["comparisons"]
+    assert comparison["a"] == "scripted:random" and comparison["difference"] == 1.0
+    assert comparison["by_env"]["gfcr/Math-v0"]["c_only_b"] == 6 and comparison["significant"]
+
+
+def test_the_html_view_shows_paired_trajectories_side_by_side(reports, tmp_path):
+    invoke("compare", str(reports / "both"), "--html", str(tmp_path / "view"))
+    index = (tmp_path / "view" / "index.html").read_text()
+    assert "Leaderboard" in index and "McNemar p" in index and 'href="pairs/1.html"' in index
+    pair = (tmp_path / "view" / "pairs" / "1.html").read_text()
+    assert pair.count('class="pair"') == 2  # k = 2: two samples, each a pair of columns
+    assert 'scripted:oracle: <span class="solved">solved' in pair and "scripted:random: <span" in pair
+    assert json.loads((tmp_path / "view" / "compare.json").read_text())["baseline"] == "scripted:oracle"
+
+
+def test_runs_without_common_episodes_or_inputs_that_are_not_runs_get_clear_errors(reports, tmp_path):
+    invoke("run", "gfcr/Math-v0", "-a", "scripted:oracle", "-n", "2", "-e", "split=AIME2025",
+           "--out", str(tmp_path / "other.jsonl"))  # fmt: skip
+    result = cli.invoke(app, ["compare", str(reports / "both"), str(tmp_path / "other.jsonl")])
+    assert result.exit_code == 2 and "no episode in common" in result.output
+    result = cli.invoke(app, ["compare", str(tmp_path / "nope")])
+    assert result.exit_code == 2 and "does not exist" in result.output
+    result = cli.invoke(app, ["compare", str(tmp_path)])
+    assert result.exit_code == 2 and "not a bench report" in result.output
