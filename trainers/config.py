@@ -30,6 +30,7 @@ from gfcr.core import config
 from gfcr.core.config import setting
 from gfcr.errors import ConfigError, UnknownNameError
 from gfcr.filter import ADVANTAGE_ESTIMATORS
+from gfcr.filter.indicators import THRESHOLDS
 from gfcr.trainers.losses import LOSSES
 
 SCHEDULES = ("constant", "linear", "cosine")
@@ -276,6 +277,32 @@ class ReplaySection:
 
 
 @dataclass(frozen=True)
+class DiagnoseConfig:
+    """`[diagnose]`: the pathology indicators logged each RL step (`diagnose/*`, see docs/diagnose.md)
+    and the thresholds at which the trainer warns, once per pathology until it clears. The defaults
+    are the "medium" severity of `gfcr diagnose` (`gfcr.filter.indicators.THRESHOLDS`)."""
+
+    warn: bool = setting(True, "Log a warning when an indicator crosses its threshold.")
+    zero_variance_share: float = setting(
+        THRESHOLDS["zero_variance_share"][1], "Share of trained groups whose rewards are all equal."
+    )
+    wasted_token_share: float = setting(
+        THRESHOLDS["wasted_token_share"][1], "Share of generated tokens on groups with no reward spread."
+    )
+    rewarded_incorrect_share: float = setting(
+        THRESHOLDS["rewarded_incorrect_share"][1],
+        "Share of rewarded episodes the correctness signal rejects.",
+    )
+    truncated_share: float = setting(
+        THRESHOLDS["truncated_share"][1], "Share of episodes cut off by a limit."
+    )
+    failed_share: float = setting(
+        THRESHOLDS["failed_share"][1], "Share of episodes failed by infrastructure."
+    )
+    replay_lag: float = setting(THRESHOLDS["replay_lag"][1], "Mean policy-version lag of replayed samples.")
+
+
+@dataclass(frozen=True)
 class LogConfig:
     every: int = setting(1, "Log metrics every N steps.")
     tensorboard: bool = setting(True, "Also write TensorBoard events (out_dir/tensorboard).")
@@ -305,6 +332,9 @@ class TrainConfig:
     )
     replay: ReplaySection = setting(default_factory=ReplaySection, help="The replay buffer.")
     log: LogConfig = setting(default_factory=LogConfig, help="Metrics, progress and evaluation.")
+    diagnose: DiagnoseConfig = setting(
+        default_factory=DiagnoseConfig, help="Pathology indicators and their warning thresholds."
+    )
     steps: int = setting(100, "RL optimizer steps (after the SFT steps).")
     seed: int = setting(0, "Seed of the task order, sampling, Control and the weights' updates.")
     out_dir: str = setting("runs/train", "Logs, checkpoints, replay buffer.")

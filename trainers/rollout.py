@@ -31,9 +31,10 @@ from gfcr.agents import Runner
 from gfcr.control import DynamicSampling, EarlyStopping, RolloutController, RunFn
 from gfcr.core import EpisodeSpec, Policy, ReplaySink, Trajectory
 from gfcr.filter import overlong_penalty
+from gfcr.filter.indicators import batch_indicators, zero_variance
 from gfcr.filter.signals import response_length
 from gfcr.generate.groups import expand_groups, group_by_task
-from gfcr.trainers.config import TrainConfig
+from gfcr.trainers.config import DiagnoseConfig, TrainConfig
 
 logger = logging.getLogger(__name__)
 RewardFn = Callable[[Trajectory], float]
@@ -180,11 +181,6 @@ class Rollouts:
         self.rounds_total = int(state["rounds_total"])
 
 
-def zero_variance(rewards: Sequence[float]) -> bool:
-    """Whether a group's rewards are all equal: its advantages are all 0, no signal."""
-    return float(np.ptp(rewards)) == 0.0 if len(rewards) else True
-
-
 def rollout_metrics(step: StepRollout, penalty: OverlongPenalty | None = None) -> dict[str, float]:
     """Reward, spread and length statistics of one step: of every episode generated (dropped
     groups included), and of the groups trained on, with the rewards their advantages use."""
@@ -212,4 +208,61 @@ def rollout_metrics(step: StepRollout, penalty: OverlongPenalty | None = None) -
     if penalty is not None:
         penalties = [penalty.penalty(t) for g in step.groups.values() for t in g]
         metrics["rollout/overlong_penalty_mean"] = float(np.mean(penalties)) if penalties else 0.0
-    return metrics
+    return metrics | batch_indicators(generated)
+
+
+# The indicators the trainer watches: metric key -> (its [diagnose] threshold, the lever to name).
+WATCHED = {
+    "rollout/zero_variance_share": (
+        "zero_variance_share",
+        "groups trained on with no reward spread; enable [dynamic_sampling] filter_groups = true, "
+        "raise [rollout] group_size, or pick prompts the model solves sometimes",
+    ),
+    "diagnose/wasted_token_share": (
+        "wasted_token_share",
+        "tokens spent on groups with no reward spread; enable [early_stopping] or [rollout] "
+        "selector = 'greso'",
+    ),
+    "diagnose/rewarded_incorrect_share": (
+        "rewarded_incorrect_share",
+        "rewarded episodes that the env's correctness signal rejects (reward hacking?); reward correctness",
+    ),
+    "diagnose/truncated_share": (
+        "truncated_share",
+        "episodes cut off by a limit; enable [overlong_penalty] or change [rollout] max_tokens / max_turns",
+    ),
+    "diagnose/failed_share": ("failed_share", "episodes failed by infrastructure; see the failure reasons"),
+    "diagnose/replay_lag": ("replay_lag", "policy versions behind, on average; lower [replay] max_staleness"),
+}
+
+
+class PathologyWatch:
+    """Warns (logging.warning) when a watched indicator crosses its `[diagnose]` threshold, once
+    per pathology until it falls back below it; `gfcr diagnose OUT_DIR` reads the same metrics.
+
+    >>> watch = PathologyWatch(DiagnoseConfig())
+    >>> watch.check(1, {"diagnose/failed_share": 0.5}), watch.check(2, {"diagnose/failed_share": 0.5})
+    (['diagnose/failed_share'], [])
+    """
+
+    def __init__(self, config: DiagnoseConfig) -> None:
+        self.config = config
+        self.raised: set[str] = set()
+
+    def check(self, step: int, metrics: Mapping[str, Any]) -> list[str]:
+        """The keys newly over their threshold at `step` (each warned about once)."""
+        new = []
+        for key, (name, lever) in WATCHED.items():
+            value, threshold = metrics.get(key), getattr(self.config, name)
+            if not isinstance(value, int | float) or value < threshold:
+                self.raised.discard(key)
+            elif key not in self.raised:
+                self.raised.add(key)
+                new.append(key)
+                if self.config.warn:
+                    logger.warning(
+                        "step %d: %s = %.3g >= [diagnose] %s = %g: %s (gfcr diagnose OUT_DIR for "
+                        "the evidence)",
+                        step, key, value, name, threshold, lever,
+                    )  # fmt: skip
+        return new

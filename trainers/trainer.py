@@ -49,13 +49,14 @@ from gfcr.control import ControlConfig, RolloutController
 from gfcr.core import EpisodeSpec, Trajectory, read_jsonl, write_jsonl
 from gfcr.core.config import to_dict
 from gfcr.errors import ConfigError
+from gfcr.filter.indicators import replay_indicators
 from gfcr.replay import ReplayBuffer, ReplayConfig
 from gfcr.trainers import checkpoint as ckpt
 from gfcr.trainers.batching import Sample, samples_from_groups
 from gfcr.trainers.config import TrainConfig
 from gfcr.trainers.logging import MetricLogger, TrainProgress
 from gfcr.trainers.models import load_models
-from gfcr.trainers.rollout import OverlongPenalty, Rollouts, StepRollout, rollout_metrics
+from gfcr.trainers.rollout import OverlongPenalty, PathologyWatch, Rollouts, StepRollout, rollout_metrics
 from gfcr.trainers.sft import filter_trajectories, sft_samples
 from gfcr.trainers.update import UpdateSettings, fill_old_logprobs, policy_update, sft_update
 
@@ -120,6 +121,11 @@ class Trainer:
                 dropper,
             )
         self.last_rollout: StepRollout | None = None  # the latest RL step's, for inspection
+        self.watch = PathologyWatch(config.diagnose)
+        # the config beside the metrics, for `gfcr diagnose OUT_DIR` (its card and levers)
+        (self.out / "config.json").write_text(
+            json.dumps(config.to_dict(), indent=2, default=str), encoding="utf-8"
+        )
         self.settings = UpdateSettings(
             config.loss,
             micro_batch_size=optim.micro_batch_size,
@@ -158,6 +164,7 @@ class Trainer:
                     metrics.update(self.evaluate())
                 if stopped_for:
                     metrics["run/stopped_for"] = stopped_for
+                self.watch.check(self.step, metrics)
                 history.append({"step": self.step, **metrics})
                 if self.step % config.log.every == 0 or self.step == last or stopped_for:
                     self.metrics.log(self.step, metrics)
@@ -220,8 +227,10 @@ class Trainer:
             logger.warning("step %d: no group with policy tokens to train on; no update", self.step + 1)
         if self.replay is not None:
             self.replay.evict(current_version=self.step + 1)  # the version this step produces
+        trained = [t for group in groups.values() for t in group]  # rescued samples among them
         return {
             **rollout_metrics(rollout, self.overlong),
+            **replay_indicators(trained, current_version=self.step),
             "rollout/rescued": rescued,
             "rollout/samples_total": self.rollouts.samples_total,
             "rollout/tokens_total": self.rollouts.tokens_total,

@@ -1,0 +1,153 @@
+"""The three criteria for judging a rollout pipeline: reliability (verifier agreement, flake rate,
+infrastructure failures), coverage (informative groups, prompt difficulty spread, pass@k against
+pass@1) and cost (tokens, seconds and env calls per solved task and per informative group).
+
+From trajectories when the input has them, else from a training run's per-step metrics; what
+neither holds is said to be "not measurable from this input", never guessed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from gfcr.apps.bench.metrics import pass_at_k
+from gfcr.apps.diagnose.base import share
+from gfcr.apps.diagnose.data import RunData
+from gfcr.apps.diagnose.reverify import Reverification
+from gfcr.apps.diagnose.signals import agreement
+from gfcr.core import Trajectory
+from gfcr.filter.indicators import SUCCESS_REWARD, episode_length, zero_variance
+
+NOT_REJUDGED = "not measurable from this input: no episode was re-judged (pass --reverify)"
+
+
+def criteria(data: RunData, reverified: Reverification | None = None) -> dict[str, Any]:
+    """{"reliability": …, "coverage": …, "cost": …} of `data` (see the module)."""
+    if data.trajectories:
+        return _from_trajectories(data, reverified)
+    if data.metrics:
+        return _from_metrics(data)
+    return {"note": "not measurable from this input: no trajectories and no training metrics"}
+
+
+def solved(t: Trajectory) -> bool:
+    return t.status == "ok" and t.total_reward >= SUCCESS_REWARD - 1e-9
+
+
+def _from_trajectories(data: RunData, reverified: Reverification | None) -> dict[str, Any]:
+    everything, ok = data.trajectories, data.ok
+    failed = [t for t in everything if t.status == "failed"]
+    groups = data.groups()
+    spread = [g for g in groups.values() if len(g) >= 2 and not zero_variance([t.total_reward for t in g])]
+    multi = [g for g in groups.values() if len(g) >= 2]
+    rates = [sum(map(solved, g)) / len(g) for g in groups.values()]
+    k = min((len(g) for g in groups.values()), default=1)
+    solved_tasks = sum(any(map(solved, g)) for g in groups.values())
+    tokens = sum(t.cost.tokens_in + t.cost.tokens_out for t in everything) or sum(map(episode_length, ok))
+    seconds = sum(t.cost.policy_s + t.cost.env_s for t in everything)
+    env_calls = sum(len(t.steps) for t in everything)
+    reliability: dict[str, Any] = {
+        "episodes": len(everything),
+        "infrastructure_failures": len(failed),
+        "failure_share": share(len(failed), len(everything)),
+        "failure_reasons": dict(Counter((t.failure or "failed").split(":", 1)[0] for t in failed)),
+        "verifier_agreement": NOT_REJUDGED,
+        "flake_rate": NOT_REJUDGED,
+    }
+    if reverified is not None and reverified.verdicts:
+        reliability |= {
+            "rejudged": len(reverified.verdicts),
+            "verifier_agreement": agreement(data, reverified),
+            "flake_rate": share(len(reverified.disagreements()), len(reverified.verdicts)),
+        }
+    coverage: dict[str, Any] = {
+        "tasks": len(groups),
+        "groups": len(multi),
+        "informative_groups": len(spread),
+        "informative_share": share(len(spread), len(multi)) if multi else _no_groups(),
+        "difficulty": {
+            "never_solved": sum(r == 0 for r in rates),
+            "sometimes_solved": sum(0 < r < 1 for r in rates),
+            "always_solved": sum(r == 1 for r in rates),
+            "solve_rate_std": round(float(np.std(rates)), 4) if rates else 0.0,
+        },
+        "k": k,
+        "pass_at_1": round(float(np.mean(rates)), 4) if rates else 0.0,
+        f"pass_at_{k}": round(
+            float(np.mean([pass_at_k(len(g), sum(map(solved, g)), k) for g in groups.values()])), 4
+        )
+        if groups
+        else 0.0,
+    }
+    cost = {
+        "tokens": tokens,
+        "seconds": round(seconds, 3),
+        "env_calls": env_calls,
+        "solved_episodes": sum(map(solved, ok)),
+        "solved_tasks": solved_tasks,
+        "per_solved_task": _per(tokens, seconds, env_calls, solved_tasks),
+        "per_informative_group": _per(tokens, seconds, env_calls, len(spread)) if multi else _no_groups(),
+        "solved_per_1k_tokens": round(1000 * sum(map(solved, ok)) / tokens, 4) if tokens else None,
+    }
+    return {"reliability": reliability, "coverage": coverage, "cost": cost}
+
+
+def _from_metrics(data: RunData) -> dict[str, Any]:
+    """The criteria of a training run from its per-step metrics (every RL step's generated episodes)."""
+    rl = [m for m in data.metrics if "rollout/episodes" in m]
+    episodes = sum(m["rollout/episodes"] for m in rl)
+    failed = sum(m.get("rollout/failed", 0) for m in rl)
+    groups = sum(m.get("rollout/groups", 0) + m.get("rollout/dropped_groups", 0) for m in rl)
+    informative = sum(
+        (m.get("rollout/groups", 0) + m.get("rollout/dropped_groups", 0))
+        * (1 - m.get("rollout/frac_zero_std", 0))
+        for m in rl
+    )
+    solved_n = sum(m.get("diagnose/solved_share", 0) * m["rollout/episodes"] for m in rl)
+    tokens = rl[-1].get("rollout/tokens_total", 0) if rl else 0
+    seconds = sum(m.get("perf/rollout_s", 0) for m in rl)
+    env_calls = sum(m.get("rollout/turns_mean", 0) * m["rollout/episodes"] for m in rl)
+    evals = [m for m in data.metrics if "eval/solved" in m]
+    return {
+        "reliability": {
+            "episodes": episodes,
+            "infrastructure_failures": failed,
+            "failure_share": share(failed, episodes),
+            "verifier_agreement": NOT_REJUDGED,
+            "flake_rate": NOT_REJUDGED,
+        },
+        "coverage": {
+            "steps": len(rl),
+            "groups": groups,
+            "informative_groups": round(informative, 1),
+            "informative_share": share(informative, groups),
+            "pass_at_1": share(solved_n, episodes) if any("diagnose/solved_share" in m for m in rl) else None,
+            "eval_solved_first_last": [evals[0]["eval/solved"], evals[-1]["eval/solved"]] if evals else None,
+            "pass_at_k": "not measurable from this input: per-step metrics keep no per-task outcomes",
+        },
+        "cost": {
+            "tokens": tokens,
+            "rollout_seconds": round(seconds, 3),
+            "env_calls": round(env_calls),
+            "solved_episodes": round(solved_n),
+            "per_solved_episode": _per(tokens, seconds, env_calls, solved_n),
+            "per_informative_group": _per(tokens, seconds, env_calls, informative),
+        },
+    }
+
+
+def _per(tokens: float, seconds: float, env_calls: float, count: float) -> dict[str, float] | None:
+    if not count:
+        return None  # nothing solved / informative: the cost per one is unbounded
+    return {
+        "tokens": round(tokens / count, 1),
+        "seconds": round(seconds / count, 4),
+        "env_calls": round(env_calls / count, 2),
+    }
+
+
+def _no_groups() -> str:
+    return "not measurable from this input: no prompt has two or more samples"

@@ -1,0 +1,80 @@
+"""`length_inflation`: responses growing without reward, truncation, overlong episodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gfcr.apps.diagnose.base import Pathology, share, thresholds, worst
+from gfcr.apps.diagnose.data import RunData
+from gfcr.apps.diagnose.groups import EXAMPLES, trend
+from gfcr.filter.indicators import SUCCESS_REWARD, episode_length, severity, truncated
+
+REWARD_RISE = 0.05  # a mean-reward gain below this over training counts as "without reward"
+
+
+def length_inflation(data: RunData) -> Pathology:
+    name = "length_inflation"
+    ok = data.ok
+    lengths = trend(data, "rollout/completion_tokens_mean")
+    if not ok and lengths is None:
+        return Pathology.unmeasurable(name, "no finished trajectories and no per-step response lengths")
+    evidence: dict[str, Any] = {
+        "thresholds": {k: thresholds(k) for k in ("truncated_share", "length_growth")}
+    }
+    severities = []
+    if ok:
+        cut = [t for t in ok if truncated(t)]
+        solved = [episode_length(t) for t in ok if t.total_reward >= SUCCESS_REWARD - 1e-9]
+        unsolved = [episode_length(t) for t in ok if t.total_reward < SUCCESS_REWARD - 1e-9]
+        has_tokens = any(t.tokens is not None or t.cost.tokens_out for t in ok)
+        evidence |= {
+            "episodes": len(ok),
+            "truncated": len(cut),
+            "truncated_share": share(len(cut), len(ok)),
+            "truncated_by_env": _by_env(data, cut),
+            "length_unit": "tokens" if has_tokens else "characters",
+            "mean_length_solved": round(float(np.mean(solved)), 1) if solved else None,
+            "mean_length_unsolved": round(float(np.mean(unsolved)), 1) if unsolved else None,
+            "examples": [t.id for t in cut[:EXAMPLES]],
+        }
+        severities.append(severity("truncated_share", len(cut) / len(ok)))
+    if (steps := trend(data, "diagnose/truncated_share")) is not None:
+        evidence["truncated_trend"] = steps
+        severities.append(severity("truncated_share", steps["last"]))
+    if lengths is not None and lengths["first"] > 0:
+        rewards = trend(data, "rollout/reward_mean")
+        growth = lengths["last"] / lengths["first"]
+        gain = rewards["last"] - rewards["first"] if rewards else 0.0
+        evidence |= {
+            "length_trend": lengths,
+            "length_growth": round(growth, 3),
+            "reward_gain": round(gain, 4),
+        }
+        if gain < REWARD_RISE:  # longer answers that earn more are not inflation
+            severities.append(severity("length_growth", growth))
+    else:
+        evidence["length_growth"] = "not measurable from this input: no training steps"
+    found = worst(*severities)
+    levers = [
+        "enable `[overlong_penalty] enabled = true` (max_length, cache_length): episodes near the "
+        "token budget "
+        "lose reward (DAPO's soft overlong punishment)",
+        'set `[loss] name = "dr_grpo"`: no per-response length normalisation, which favours long '
+        "wrong answers",
+        "lower `[rollout] max_tokens` or `max_episode_tokens` (`--episode-tokens` on gfcr run/bench)",
+    ]
+    return Pathology(name, found, evidence, levers if found != "none" else [])
+
+
+def _by_env(data: RunData, cut: list) -> dict[str, dict[str, float]]:
+    per_env: dict[str, dict[str, float]] = {}
+    for t in data.ok:
+        entry = per_env.setdefault(t.env_id, {"episodes": 0, "truncated": 0})
+        entry["episodes"] += 1
+    for t in cut:
+        per_env[t.env_id]["truncated"] += 1
+    for entry in per_env.values():
+        entry["share"] = share(entry["truncated"], entry["episodes"])
+    return per_env

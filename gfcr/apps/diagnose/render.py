@@ -1,0 +1,152 @@
+"""A diagnosis shown three ways: a rich terminal summary, JSON, and an HTML page (with the
+criteria section the bench report and training out_dirs reuse)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment
+from rich import box
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from gfcr.apps.bench.templates import STYLE
+from gfcr.apps.diagnose import templates
+from gfcr.apps.diagnose.base import Pathology
+from gfcr.apps.diagnose.diagnose import Diagnosis
+from gfcr.version import __version__
+
+COLOURS = {
+    "high": "bold red",
+    "medium": "dark_orange",
+    "low": "yellow",
+    "none": "green",
+    "not_measurable": "dim",
+}
+
+
+def show(value: Any) -> str:
+    """A value for a table cell: numbers rounded, structures as compact JSON."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, dict | list):
+        return json.dumps(value, default=str)
+    return "—" if value is None else str(value)
+
+
+_JINJA = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
+_JINJA.filters["show"] = show
+
+
+def headline(p: Pathology) -> str:
+    """One line of the strongest evidence of a finding."""
+    e = p.evidence
+    if p.severity == "not_measurable":
+        return str(e["not_measurable"])
+    lines = {
+        "zero_variance_groups": lambda: (
+            f"{e['zero_variance']}/{e['groups']} groups with zero variance ({e['all_fail']} all-fail, "
+            f"{e['all_pass']} all-pass)"
+            if "groups" in e
+            else f"mean share {e['trend']['mean']:.0%} over steps"
+        ),
+        "reward_hacking": lambda: (
+            f"rewarded-incorrect share {e['trend']['last']:.0%} at the last step (mean {e['trend']['mean']:.0%})"
+            if "trend" in e and not e.get("rewarded")
+            else f"{e.get('rewarded_incorrect', 0)} rewarded-incorrect, {e.get('format_only', 0)} format-only, "
+            f"{e.get('rewarded_truncated', 0)} rewarded-truncated, {e.get('repeated_answer', 0)} "
+            "constant-answer"
+            + (f", {e['unbacked_by_reverify']} unbacked on re-judging" if "unbacked_by_reverify" in e else "")
+            + f" of {e.get('rewarded', 0)} rewarded"
+        ),
+        "length_inflation": lambda: (
+            f"{e.get('truncated_share', e.get('truncated_trend', {}).get('mean', 0)):.0%} truncated"
+            + (
+                f"; length ×{e['length_growth']:.2f} over training, reward {e['reward_gain']:+.3f}"
+                if isinstance(e.get("length_growth"), float)
+                else ""
+            )
+        ),
+        "noisy_signals": lambda: (
+            (f"{e['flaky']}/{e['rejudged']} flaky on re-judging; " if "rejudged" in e else "")
+            + f"{e['with_reward_spread']}/{e['identical_action_sets']} identical-action sets with "
+            "a reward spread"
+        ),
+        "wasted_compute": lambda: (
+            f"{_percent(e.get('wasted_token_share'))} of tokens on zero-variance groups; "
+            f"{e.get('failed', 0)} failed; "
+            f"p95/median seconds {e.get('straggler_ratio', 0)}"
+            if "episodes" in e
+            else f"mean wasted share {e['trend']['mean']:.0%}"
+        ),
+        "stale_replay": lambda: (
+            f"{e.get('replayed', 0)} replayed, mean lag {e.get('lag_mean', 0)} versions"
+            if e.get("replayed")
+            else str(e.get("note", "buffer: " + show(e.get("buffer"))))
+        ),
+    }
+    return lines[p.name]()
+
+
+def _percent(value: Any) -> str:
+    return f"{value:.0%}" if isinstance(value, float) else "not measurable"
+
+
+def terminal(diagnosis: Diagnosis) -> Group:
+    """The rich summary: the pathologies with their levers, then the criteria and the card."""
+    table = Table(
+        title="gfcr diagnose · " + ", ".join(diagnosis.sources), title_justify="left", box=box.SIMPLE_HEAD
+    )
+    for column in ("pathology", "severity", "finding"):
+        table.add_column(column, overflow="fold")
+    for p in diagnosis.pathologies:
+        table.add_row(p.name, Text(p.severity, style=COLOURS[p.severity]), Text(headline(p)))
+    parts: list[Any] = [table]
+    for p in diagnosis.found:
+        parts.append(Text(f"{p.name} ({p.severity}) — levers:", style="bold"))
+        parts += [Text(f"  • {lever}") for lever in p.levers]
+    criteria = Table(title="criteria", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("criterion", "measure", "value"):
+        criteria.add_column(column, overflow="fold")
+    for name in ("reliability", "coverage", "cost"):
+        for key, value in diagnosis.criteria.get(name, {}).items():
+            criteria.add_row(name, key, Text(show(value)))
+    card = diagnosis.criteria["card"]
+    work = card["work"]
+    seeds = show(card["seeds"])
+    line = f"card: gfcr {card['gfcr']} · work {work['hash']} ({work['tasks']} tasks) · seeds {seeds}"
+    return Group(*parts, criteria, Text(line))
+
+
+def print_terminal(diagnosis: Diagnosis, console: Console) -> None:
+    console.print(terminal(diagnosis))
+
+
+def criteria_html(criteria: dict[str, Any]) -> str:
+    """The criteria section (reliability, coverage, cost, card) as HTML, for any report page."""
+    return _JINJA.from_string(templates.CRITERIA).render(criteria=criteria)
+
+
+def write_html(diagnosis: Diagnosis, directory: str | Path) -> Path:
+    """Write `directory/index.html` (the page) and `directory/diagnosis.json`; returns the page."""
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "diagnosis.json").write_text(
+        json.dumps(diagnosis.to_dict(), indent=2, default=str), encoding="utf-8"
+    )
+    page = _JINJA.from_string(templates.PAGE).render(
+        style=STYLE,
+        time=datetime.now(UTC).isoformat(timespec="seconds"),
+        version=__version__,
+        sources=diagnosis.sources,
+        pathologies=diagnosis.pathologies,
+        headlines={p.name: headline(p) for p in diagnosis.pathologies},
+        criteria_html=criteria_html(diagnosis.criteria),
+    )
+    index = folder / "index.html"
+    index.write_text(page, encoding="utf-8")
+    return index

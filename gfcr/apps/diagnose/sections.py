@@ -1,0 +1,65 @@
+"""The criteria section of the other reports: every `gfcr bench` report (results.json and
+index.html) and every `gfcr train` out_dir (criteria.json and diagnose/index.html)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from gfcr.apps.bench.bench import BenchResult
+from gfcr.apps.diagnose import templates
+from gfcr.apps.diagnose.card import card
+from gfcr.apps.diagnose.criteria import criteria
+from gfcr.apps.diagnose.data import RunData, load_run, parse_label
+from gfcr.apps.diagnose.diagnose import Diagnosis, diagnose
+from gfcr.apps.diagnose.render import _JINJA, write_html
+from gfcr.apps.diagnose.reverify import Reverification, reverify
+
+
+def bench_criteria(bench: BenchResult, *, seed: int = 0, reverify_repeats: int = 2) -> dict[str, Any]:
+    """{"agents": {agent: criteria}, "card": the card of the whole bench} (the suite's fingerprint in it).
+
+    Every episode is re-judged `reverify_repeats` times by its env's verifier (0: not), for the
+    verifier agreement and flake rate.
+    """
+    data = RunData(runs={r.agent: r.trajectories for r in bench.agents}, bench_results={"seed": seed})
+    for label in sorted(set(bench.labels.values())):
+        env_id, kwargs = parse_label(label)
+        if kwargs not in data.env_kwargs.setdefault(env_id, []):
+            data.env_kwargs[env_id].append(kwargs)
+    rejudged = (
+        reverify(data.runs, repeats=reverify_repeats, env_kwargs=data.env_kwargs)
+        if reverify_repeats
+        else None
+    )
+    per_agent = {}
+    for agent, trajectories in data.runs.items():
+        mine = None
+        if rejudged is not None:
+            mine = Reverification(
+                {k: v for k, v in rejudged.verdicts.items() if k[0] == agent}, {}, reverify_repeats
+            )
+        per_agent[agent] = criteria(RunData(runs={agent: trajectories}, bench_results={"seed": seed}), mine)
+    return {"agents": per_agent, "card": card(data, suite_fingerprint=bench.fingerprint or None)}
+
+
+def bench_criteria_html(section: dict[str, Any]) -> str:
+    """The bench report's criteria section: one set of tables per agent, then the card."""
+    parts = [
+        _JINJA.from_string(templates.CRITERIA).render(criteria=found, title=f"Criteria · {agent}")
+        for agent, found in section["agents"].items()
+    ]
+    parts.append(
+        _JINJA.from_string(templates.CRITERIA).render(criteria={"card": section["card"]}, title="Card")
+    )
+    return "\n".join(parts)
+
+
+def write_train_report(out_dir: str | Path) -> tuple[Path, Diagnosis]:
+    """After `gfcr train`: `OUT/criteria.json` (pathologies, criteria, card) and `OUT/diagnose/`;
+    returns the page and the diagnosis."""
+    root = Path(out_dir)
+    found = diagnose(load_run([root]))
+    (root / "criteria.json").write_text(json.dumps(found.to_dict(), indent=2, default=str), encoding="utf-8")
+    return write_html(found, root / "diagnose"), found
