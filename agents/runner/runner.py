@@ -90,6 +90,9 @@ class RunnerConfig:
     )
     flush_every: int = setting(32, "Trajectories per JSONL write.")
     flush_interval_s: float = setting(2.0, "Or a JSONL write this often, whichever comes first.")
+    progress_interval_s: float = setting(
+        30.0, "Seconds between plain progress lines where stderr is no terminal (0: only the last)."
+    )
 
     def __post_init__(self) -> None:
         positive = {
@@ -103,6 +106,8 @@ class RunnerConfig:
         for name, value in positive.items():
             if value < 1:
                 raise ConfigError(f"{name} must be >= 1, got {value}")
+        if self.progress_interval_s < 0:
+            raise ConfigError(f"progress_interval_s must be >= 0, got {self.progress_interval_s}")
         for name in ("env_timeout_s", "policy_timeout_s", "episode_timeout_s"):
             if (value := getattr(self, name)) is not None and value <= 0:
                 raise ConfigError(f"{name} must be > 0, got {value}")
@@ -226,10 +231,15 @@ class Runner:
         started = time.perf_counter()
         run = _Run(self, queue, self._make_pool())
         total = len(queue) + len(previous)
-        with RunProgress(progress, total) if progress is not None else nullcontext() as bar:
+        interval_s = self.config.progress_interval_s
+        with (
+            RunProgress(progress, total, interval_s=interval_s)
+            if progress is not None
+            else nullcontext() as bar
+        ):
             for trajectory in previous:
                 if bar is not None:
-                    bar.advance(trajectory)
+                    bar.advance(trajectory, resumed=True)
             await self._collect(run, result, writer, bar, on_episode)
         result.seconds = time.perf_counter() - started
         result.policy_busy_s, result.policy_batches = run.batcher.busy_s, run.batcher.batches

@@ -132,11 +132,12 @@ def bench(
     labels = {spec.id: config_label(spec.env) for spec in specs}
     k = max([config.k, *(spec.sample + 1 for spec in specs)])
     results = []
-    for agent in config.agents:
+    for number, agent in enumerate(config.agents, 1):
         policy = make_policy(agent)
         path = config.report_dir / "trajectories" / f"{_slug(agent)}.jsonl"
+        which = f" (agent {number} of {len(config.agents)})" if len(config.agents) > 1 else ""
         run = Runner(policy, config.runner).run(
-            specs, path, resume=config.resume, progress=f"{suite.name} · {agent}" if progress else None
+            specs, path, resume=config.resume, progress=f"{suite.name} · {agent}{which}" if progress else None
         )
         close = getattr(policy, "close", None)
         if callable(close):
