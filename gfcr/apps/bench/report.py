@@ -20,6 +20,7 @@ from jinja2 import Environment
 from gfcr.apps.bench import svg, templates
 from gfcr.apps.bench.bench import AgentResult, BenchConfig, BenchResult, _slug
 from gfcr.apps.bench.metrics import outcome
+from gfcr.apps.diagnose.sections import bench_criteria, bench_criteria_html
 from gfcr.core import Message, Trajectory, parse_action
 from gfcr.version import __version__
 
@@ -30,7 +31,10 @@ def write_report(config: BenchConfig, bench: BenchResult) -> Path:
     """Write the report of `bench` into `config.report_dir`; returns the path of index.html."""
     root, suite_name, results = config.report_dir, bench.suite, bench.agents
     root.mkdir(parents=True, exist_ok=True)
-    (root / "results.json").write_text(json.dumps(_results_json(config, bench), indent=2))
+    criteria = bench_criteria(bench, seed=config.seed)  # reliability, coverage, cost and the card
+    (root / "results.json").write_text(
+        json.dumps({**_results_json(config, bench), "criteria": criteria}, indent=2)
+    )
     agents = [_agent_view(result) for result in results]
     outcome_names = sorted({o for r in results for o in r.overall.outcomes}, key=lambda o: (o != "solved", o))
     page = _JINJA.from_string(templates.INDEX).render(
@@ -45,6 +49,7 @@ def write_report(config: BenchConfig, bench: BenchResult) -> Path:
         plots=_plots(max(config.k, bench.k), results, outcome_names),
         outcome_names=outcome_names,
         style=templates.STYLE,
+        criteria=bench_criteria_html(criteria),
     )
     index = root / "index.html"
     index.write_text(page, encoding="utf-8")

@@ -52,6 +52,7 @@ INDEX = """<!doctype html>
 <table id="outcomes"><tr><th>agent</th>{% for o in outcome_names %}<th>{{ o }}</th>{% endfor %}</tr>
 {% for a in agents %}<tr><td>{{ a.agent }}</td>{% for o in outcome_names %}<td>{{ a.overall.outcomes.get(o, 0) }}</td>{% endfor %}</tr>
 {% endfor %}</table>
+{{ criteria|safe }}
 </body></html>
 """
 
