@@ -113,9 +113,8 @@ def _zero_variance_levers(data: RunData, evidence: dict[str, Any], value: float)
             if "identical_share" in evidence
             else "greedy sampling gives every sample of a group the same answer"
         )
-        levers.append(
-            f"raise `[rollout] temperature` (now {temperature}): {why}; a group needs samples that differ"
-        )
+        now = f"(now {temperature})" if temperature is not None else "(`--temperature` on gfcr run/bench)"
+        levers.append(f"raise `[rollout] temperature` {now}: {why}; a group needs samples that differ")
     rewards = trend(data, "rollout/reward_mean")
     never = (data.ok and not any(t.total_reward > 0 for t in data.ok)) or (rewards and not data.ok and
              max(v for _, v in rewards["steps"]) == 0)  # fmt: skip

@@ -37,6 +37,7 @@ def length_inflation(data: RunData) -> Pathology:
             "length_unit": "tokens" if has_tokens else "characters",
             "mean_length_solved": round(float(np.mean(solved)), 1) if solved else None,
             "mean_length_unsolved": round(float(np.mean(unsolved)), 1) if unsolved else None,
+            "truncated_turns_mean": round(float(np.mean([len(t.steps) for t in cut])), 2) if cut else None,
             "examples": [t.id for t in cut[:EXAMPLES]],
         }
         severities.append(severity("truncated_share", len(cut) / len(ok)))
@@ -64,6 +65,9 @@ def length_inflation(data: RunData) -> Pathology:
         'set `[loss] name = "dr_grpo"`: no per-response length normalisation, which favours long '
         "wrong answers",
         "lower `[rollout] max_tokens` or `max_episode_tokens` (`--episode-tokens` on gfcr run/bench)",
+        "if the cut episodes hit the turn limit instead (see truncated_turns_mean), the agent "
+        "never answered: "
+        "raise `[rollout] max_turns`, or teach the answer format first (`[sft] steps`)",
     ]
     return Pathology(name, found, evidence, levers if found != "none" else [])
 

@@ -54,15 +54,7 @@ def headline(p: Pathology) -> str:
             if "groups" in e
             else f"mean share {e['trend']['mean']:.0%} over steps"
         ),
-        "reward_hacking": lambda: (
-            f"rewarded-incorrect share {e['trend']['last']:.0%} at the last step (mean {e['trend']['mean']:.0%})"
-            if "trend" in e and not e.get("rewarded")
-            else f"{e.get('rewarded_incorrect', 0)} rewarded-incorrect, {e.get('format_only', 0)} format-only, "
-            f"{e.get('rewarded_truncated', 0)} rewarded-truncated, {e.get('repeated_answer', 0)} "
-            "constant-answer"
-            + (f", {e['unbacked_by_reverify']} unbacked on re-judging" if "unbacked_by_reverify" in e else "")
-            + f" of {e.get('rewarded', 0)} rewarded"
-        ),
+        "reward_hacking": lambda: _hacking_headline(e),
         "length_inflation": lambda: (
             f"{e.get('truncated_share', e.get('truncated_trend', {}).get('mean', 0)):.0%} truncated"
             + (
@@ -90,6 +82,24 @@ def headline(p: Pathology) -> str:
         ),
     }
     return lines[p.name]()
+
+
+def _hacking_headline(e: dict[str, Any]) -> str:
+    if "trend" in e and not e.get("rewarded"):  # a training run's per-step share
+        last, mean = e["trend"]["last"], e["trend"]["mean"]
+        return f"rewarded-incorrect share {last:.0%} at the last step (mean {mean:.0%})"
+    counts = [
+        f"{e.get(key, 0)} {label}"
+        for key, label in (
+            ("rewarded_incorrect", "rewarded-incorrect"),
+            ("format_only", "format-only"),
+            ("rewarded_truncated", "rewarded-truncated"),
+            ("repeated_answer", "constant-answer"),
+            ("unbacked_by_reverify", "unbacked on re-judging"),
+        )
+        if key in e
+    ]
+    return f"{', '.join(counts)} of {e.get('rewarded', 0)} rewarded"
 
 
 def _percent(value: Any) -> str:
