@@ -38,17 +38,23 @@ def solved(t: Trajectory) -> bool:
 
 
 def _from_trajectories(data: RunData, reverified: Reverification | None) -> dict[str, Any]:
-    everything, ok = data.trajectories, data.ok
+    groups = list(data.groups().values())
+    return {
+        "reliability": _reliability(data, reverified),
+        "coverage": _coverage(groups),
+        "cost": _cost(data, groups),
+    }
+
+
+def informative(groups: list[list[Trajectory]]) -> tuple[list[list[Trajectory]], list[list[Trajectory]]]:
+    """(groups of two or more samples, those with a reward spread)."""
+    multi = [g for g in groups if len(g) >= 2]
+    return multi, [g for g in multi if not zero_variance([t.total_reward for t in g])]
+
+
+def _reliability(data: RunData, reverified: Reverification | None) -> dict[str, Any]:
+    everything = data.trajectories
     failed = [t for t in everything if t.status == "failed"]
-    groups = data.groups()
-    spread = [g for g in groups.values() if len(g) >= 2 and not zero_variance([t.total_reward for t in g])]
-    multi = [g for g in groups.values() if len(g) >= 2]
-    rates = [sum(map(solved, g)) / len(g) for g in groups.values()]
-    k = min((len(g) for g in groups.values()), default=1)
-    solved_tasks = sum(any(map(solved, g)) for g in groups.values())
-    tokens = sum(t.cost.tokens_in + t.cost.tokens_out for t in everything) or sum(map(episode_length, ok))
-    seconds = sum(t.cost.policy_s + t.cost.env_s for t in everything)
-    env_calls = sum(len(t.steps) for t in everything)
     reliability: dict[str, Any] = {
         "episodes": len(everything),
         "infrastructure_failures": len(failed),
@@ -63,7 +69,15 @@ def _from_trajectories(data: RunData, reverified: Reverification | None) -> dict
             "verifier_agreement": agreement(data, reverified),
             "flake_rate": share(len(reverified.disagreements()), len(reverified.verdicts)),
         }
-    coverage: dict[str, Any] = {
+    return reliability
+
+
+def _coverage(groups: list[list[Trajectory]]) -> dict[str, Any]:
+    multi, spread = informative(groups)
+    rates = [sum(map(solved, g)) / len(g) for g in groups]  # each task's solve rate
+    k = min((len(g) for g in groups), default=1)
+    pass_k = [pass_at_k(len(g), sum(map(solved, g)), k) for g in groups]
+    return {
         "tasks": len(groups),
         "groups": len(multi),
         "informative_groups": len(spread),
@@ -76,13 +90,18 @@ def _from_trajectories(data: RunData, reverified: Reverification | None) -> dict
         },
         "k": k,
         "pass_at_1": round(float(np.mean(rates)), 4) if rates else 0.0,
-        f"pass_at_{k}": round(
-            float(np.mean([pass_at_k(len(g), sum(map(solved, g)), k) for g in groups.values()])), 4
-        )
-        if groups
-        else 0.0,
+        f"pass_at_{k}": round(float(np.mean(pass_k)), 4) if pass_k else 0.0,
     }
-    cost = {
+
+
+def _cost(data: RunData, groups: list[list[Trajectory]]) -> dict[str, Any]:
+    everything, ok = data.trajectories, data.ok
+    multi, spread = informative(groups)
+    tokens = sum(t.cost.tokens_in + t.cost.tokens_out for t in everything) or sum(map(episode_length, ok))
+    seconds = sum(t.cost.policy_s + t.cost.env_s for t in everything)
+    env_calls = sum(len(t.steps) for t in everything)
+    solved_tasks = sum(any(map(solved, g)) for g in groups)
+    return {
         "tokens": tokens,
         "seconds": round(seconds, 3),
         "env_calls": env_calls,
@@ -92,7 +111,6 @@ def _from_trajectories(data: RunData, reverified: Reverification | None) -> dict
         "per_informative_group": _per(tokens, seconds, env_calls, len(spread)) if multi else _no_groups(),
         "solved_per_1k_tokens": round(1000 * sum(map(solved, ok)) / tokens, 4) if tokens else None,
     }
-    return {"reliability": reliability, "coverage": coverage, "cost": cost}
 
 
 def _from_metrics(data: RunData) -> dict[str, Any]:

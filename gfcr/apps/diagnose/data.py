@@ -129,8 +129,13 @@ def _load_bench(data: RunData, root: Path) -> None:
 
 
 def _load_training(data: RunData, root: Path) -> None:
-    from gfcr.trainers.logging import read_metrics  # only a training out_dir needs the trainer
-
+    try:
+        from gfcr.trainers.logging import read_metrics  # only a training out_dir needs the trainer
+    except ImportError as e:
+        raise DataError(
+            f"{root} is a training out_dir; reading it needs the trainer's extra: pip install -e "
+            f"'.[hf,train]' ({e})"
+        ) from e
     data.metrics = read_metrics(root)
     if (root / "config.json").is_file():
         data.train_config = json.loads((root / "config.json").read_text(encoding="utf-8"))
