@@ -6,7 +6,8 @@ Every message names the bad value, what is allowed, and how to fix it.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 
 class GfcrError(Exception):
@@ -31,7 +32,10 @@ class UnknownNameError(ConfigError, KeyError):
         shown = ", ".join(known[:20]) + (f", … ({len(known)} in all)" if len(known) > 20 else "")
         message = f"unknown {kind} {name!r}{suggestion} Known: {shown}"
         super().__init__(message + (f". {hint}" if hint else ""))
-        self.kind, self.name, self.known = kind, name, known
+        self.kind, self.name, self.known, self.hint = kind, name, known, hint
+
+    def __reduce__(self) -> tuple:  # rebuilt from its parts across processes (Ray, multiprocessing)
+        return (type(self), (self.kind, self.name, self.known, self.hint))
 
     def __str__(self) -> str:  # KeyError would wrap the message in quotes
         return str(self.args[0])
@@ -87,6 +91,56 @@ class EpisodeError(GfcrError):
 
     def __reduce__(self) -> tuple:
         return (_rebuild, (type(self), (self.reason, self.detail), {"retryable": self.retryable}))
+
+
+class MissingExtraError(GfcrError, ImportError):
+    """An optional dependency is not installed; the message names the extra that installs it.
+
+    >>> str(MissingExtraError("the hf: backend", "transformers", "hf"))
+    "the hf: backend needs `transformers`, which is not installed: pip install -e '.[hf]' (or 'gfcr[hf]')"
+    """
+
+    def __init__(self, what: str, module: str, extra: str) -> None:
+        super().__init__(
+            f"{what} needs `{module}`, which is not installed: "
+            f"pip install -e '.[{extra}]' (or 'gfcr[{extra}]')"
+        )
+        self.what, self.module, self.extra = what, module, extra
+
+    def __reduce__(self) -> tuple:
+        return (type(self), (self.what, self.module, self.extra))
+
+
+# The pyproject extra that installs each optional top-level module.
+EXTRA_OF = {
+    "torch": "hf", "transformers": "hf", "gguf": "hf", "fastapi": "serve", "uvicorn": "serve",
+    "openenv": "remote", "playwright": "browser", "miniwob": "browser", "psycopg": "postgres",
+    "ray": "ray", "vllm": "gpu", "openai": "openai", "trl": "trl", "datasets": "trl", "peft": "train",
+    "tensorboard": "train", "matplotlib": "train",
+}  # fmt: skip
+
+
+@contextmanager
+def needs_extra(what: str) -> Iterator[None]:
+    """Turn a missing optional module imported in the block into a `MissingExtraError` naming its extra.
+
+    >>> import sys
+    >>> sys.modules["fastapi"], saved = None, sys.modules.get("fastapi")  # as if not installed
+    >>> try:
+    ...     with needs_extra("gfcr serve"):
+    ...         import fastapi
+    ... except MissingExtraError as e:
+    ...     print(e.extra)
+    serve
+    >>> sys.modules["fastapi"] = saved
+    """
+    try:
+        yield
+    except ModuleNotFoundError as e:
+        module = (e.name or "").split(".")[0]
+        if module not in EXTRA_OF:
+            raise
+        raise MissingExtraError(what, module, EXTRA_OF[module]) from e
 
 
 def _rebuild(cls: type, args: tuple, kwargs: dict) -> GfcrError:

@@ -19,7 +19,7 @@ from typing import Any
 
 from gfcr.agents.policies.chat import ChatEncoder, ChatTokens, load_chat_encoder
 from gfcr.core.policy import Completion, Request, SamplingParams
-from gfcr.errors import ConfigError, PolicyError
+from gfcr.errors import ConfigError, PolicyError, needs_extra
 
 logger = logging.getLogger(__name__)
 Decode = Callable[[Sequence[int]], str]
@@ -55,9 +55,11 @@ class HFPolicy(ChatTokens):
         max_batch_size: int = 64,
         max_batch_tokens: int = 65_536,
     ) -> None:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-        from transformers.utils import logging as hf_logging
+        _check_model_path(str(path))
+        with needs_extra("the hf: backend"):
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers.utils import logging as hf_logging
 
         if max_batch_size < 1 or max_batch_tokens < 1:
             raise ConfigError(
@@ -260,6 +262,25 @@ class _StopStrings:
         rows = input_ids[:, self.prompt_width :].tolist()  # (B, T) generated so far
         stopped = [_ends_with_stop(row, self.stop, self.decode) for row in rows]
         return torch.tensor(stopped, device=input_ids.device)
+
+
+def _check_model_path(path: str) -> None:
+    """Refuse a model path that is no folder here and no hub model in the local cache, before
+    transformers tries the hub (which hangs or fails obscurely without a network)."""
+    if Path(path).is_dir():
+        return
+    looks_like_hub_id = path.count("/") == 1 and not path.startswith((".", "/", "~"))
+    if looks_like_hub_id:
+        from huggingface_hub import try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(path, "config.json"), str):
+            return
+    raise PolicyError(
+        f"model folder {path!r} does not exist"
+        + (" (nor is it a hub model in the local cache)" if looks_like_hub_id else "")
+        + f"; write a small one with `gfcr tiny-model {path}`, or give a folder with config.json, "
+        "weights and a tokenizer"
+    )
 
 
 def _auto_device(torch: Any) -> str:

@@ -30,6 +30,10 @@ from gfcr.errors import ConfigError, EpisodeError
 
 logger = logging.getLogger(__name__)
 _START_TIMEOUT_S = 120.0
+MAIN_GUARD = (
+    'env_workers="process" starts workers with "spawn", which imports your main script again; put the '
+    'code that runs the Runner under `if __name__ == "__main__":` (or use env_workers="thread")'
+)
 WORKER_LOST = "env worker lost"  # another episode's hang or crash took its worker: not its own failure
 
 
@@ -194,6 +198,8 @@ class ProcessEnvPool(RemoteEnvPool):
     """Envs in `num_workers` worker processes (started with "spawn", on first use)."""
 
     def __init__(self, num_workers: int, timeout_s: float) -> None:
+        if getattr(multiprocessing.current_process(), "_inheriting", False):  # a worker importing __main__
+            raise ConfigError(f"a process worker is re-running the script that started it: {MAIN_GUARD}")
         super().__init__(num_workers, timeout_s)
         self._context = multiprocessing.get_context("spawn")
         self._io = ThreadPoolExecutor(num_workers, thread_name_prefix="gfcr-env-io")
@@ -208,7 +214,13 @@ class ProcessEnvPool(RemoteEnvPool):
             raise EpisodeError(
                 "env worker died", f"a worker process did not start in {_START_TIMEOUT_S} s", retryable=True
             )
-        parent.recv()
+        try:
+            parent.recv()
+        except EOFError:  # it died before it was ready: most often a script without a __main__ guard
+            process.join(5)
+            raise ConfigError(
+                f"an env worker process exited (code {process.exitcode}) while starting: {MAIN_GUARD}"
+            ) from None
         return process, parent
 
     async def _invoke(self, worker: Any, method: str, args: tuple, timeout_s: float) -> Any:

@@ -18,7 +18,7 @@ import gymnasium as gym
 
 from gfcr.agents.runner.episode import Episode
 from gfcr.core import Trajectory
-from gfcr.core.policy import Policy, SamplingParams
+from gfcr.core.policy import Policy, SamplingParams, check_policy
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +37,7 @@ def rollout(
     A policy that raises fails the episode (status "failed", the reason in `failure`); it never
     propagates. The env's own exceptions do propagate: here you hold the env.
     """
+    check_policy(policy)
     started = time.perf_counter()
     episode = Episode(
         policy, env_id, env.reset(seed=seed, options={"task_id": task_id} if task_id else None), seed=seed

@@ -37,7 +37,7 @@ from gfcr.agents.runner.writer import TrajectoryWriter
 from gfcr.core import Provenance, Trajectory
 from gfcr.core.config import setting
 from gfcr.core.hooks import Controller, ReplaySink, SignalReader
-from gfcr.core.policy import Policy, SamplingParams
+from gfcr.core.policy import Policy, SamplingParams, check_policy
 from gfcr.errors import ConfigError, EpisodeError
 
 logger = logging.getLogger(__name__)
@@ -180,6 +180,7 @@ class Runner:
         filters: Sequence[SignalReader] = (),
         replay: ReplaySink | None = None,
     ) -> None:
+        check_policy(policy)  # once, here: not one traceback per episode
         self.policy = policy
         self.config = config or RunnerConfig()
         self.controller = controller or Controller()
@@ -411,7 +412,10 @@ class _Run:
         """Filter signals, runner limits, then Control's decision."""
         trajectory, config = episode.trajectory, self.config
         for reader in self.runner.filters:
-            reader.on_step(trajectory, trajectory.steps[-1])
+            try:
+                reader.on_step(trajectory, trajectory.steps[-1])
+            except Exception as e:  # a filter's bug fails this episode, not the run
+                raise EpisodeError("filter error", f"{type(reader).__name__}: {type(e).__name__}: {e}") from e
         if episode.done:
             return
         over_turns = config.max_turns is not None and len(trajectory.steps) >= config.max_turns

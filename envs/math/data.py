@@ -6,6 +6,7 @@ from the installed packages with `importlib.resources`; nothing is copied into g
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Sequence
 from functools import cache
@@ -33,8 +34,10 @@ def load_source(dataset: str, *, split: str = "all", **options: Any) -> TaskSour
     >>> len(source), source[0].id
     (30, 'mmath/AIME2024/0')
     """
-    if dataset in ("mmath", "champ") and options:
-        raise ConfigError(f"dataset {dataset!r} takes no options, got {sorted(options)}")
+    if unknown := sorted(set(options) - set(dataset_options(dataset))):
+        takes = ", ".join(dataset_options(dataset)) or "no options"
+        raise UnknownNameError(f"option of dataset {dataset!r}", unknown[0], dataset_options(dataset),
+                               hint=f"it takes {takes}")  # fmt: skip
     if dataset == "mmath":
         return _mmath(split)
     if dataset == "champ":
@@ -49,6 +52,19 @@ def load_source(dataset: str, *, split: str = "all", **options: Any) -> TaskSour
         ["mmath", "champ", "reasoning_gym"],
         hint="or give a path to a .jsonl/.parquet file",
     )
+
+
+def dataset_options(dataset: str) -> tuple[str, ...]:
+    """The keyword options of a dataset (beyond `split`), passed through `gym.make`.
+
+    >>> dataset_options("champ"), dataset_options("data.jsonl")
+    ((), ('question_field', 'answer_field', 'id_field'))
+    """
+    if dataset == "reasoning_gym":
+        return tuple(inspect.signature(reasoning_gym_source).parameters)
+    if dataset.endswith((".jsonl", ".json", ".parquet")):
+        return tuple(inspect.signature(file_source).parameters)[1:]  # after the path
+    return ()
 
 
 @cache  # each env of a vector or a runner shares the one (immutable) source

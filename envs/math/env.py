@@ -14,13 +14,14 @@ Signals: `format_ok` (a final answer was given: `\\boxed{}`, or any with "plain"
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from gfcr.core import Action, Message, Task, ToolSpec
 from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.math.calculator import calculator
-from gfcr.envs.math.data import load_source
+from gfcr.envs.math.data import dataset_options, load_source
 from gfcr.envs.math.verifier import AnswerFormat, MathVerifier, answer_signals, check_answer, extract_answer
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import UnknownNameError
@@ -56,7 +57,7 @@ class MathEnv(TextEnv):
         dataset: str | Sequence[str] = "mmath",
         split: str = "all",
         *,
-        tools: Sequence[str] = (),
+        tools: str | Sequence[str] = (),
         answer_format: AnswerFormat = "boxed",
         max_turns: int | None = None,
         system_prompt: str | None = None,
@@ -67,11 +68,15 @@ class MathEnv(TextEnv):
         **options: Any,
     ) -> None:
         self.verifier = MathVerifier(answer_format)  # checks the name; GFCR modules can share it
+        tools = [tools] if isinstance(tools, str) else list(tools)  # tools="calculator" means one tool
         unknown = [name for name in tools if name not in TOOLS]
         if unknown:
-            raise UnknownNameError("math tool", unknown[0], TOOLS)
+            raise UnknownNameError(
+                "math tool", unknown[0], TOOLS, hint='pass a name or a list: tools=["calculator"]'
+            )
         if tasks is None:
             names = [dataset] if isinstance(dataset, str) else list(dataset)
+            _check_options(names, options)
             sources = [load_source(name, split=split, **options) for name in names]
             tasks = sources[0] if len(sources) == 1 else TaskSource.concat("+".join(names), sources)
         super().__init__(
@@ -105,3 +110,14 @@ class MathEnv(TextEnv):
     @classmethod
     def oracle(cls, task: Task, messages: Sequence[Message]) -> str:
         return f"The answer is \\boxed{{{task.gold}}}."
+
+
+def _check_options(datasets: Sequence[str], options: dict[str, Any]) -> None:
+    """Refuse a keyword neither MathEnv nor the datasets take, naming the nearest valid one."""
+    allowed = {name for dataset in datasets for name in dataset_options(dataset)}
+    for key in options:
+        if key not in allowed:
+            own = [p for p in inspect.signature(MathEnv.__init__).parameters if p not in ("self", "options")]
+            takes = ", ".join(sorted(allowed)) or "no options of its own"
+            hint = f"dataset {'+'.join(datasets)!r} takes {takes}"
+            raise UnknownNameError("keyword argument of gfcr/Math-v0", key, [*own, *allowed], hint=hint)

@@ -25,12 +25,13 @@ import typer
 from rich import box
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.markup import escape
 from rich.table import Table
 
 import gfcr
 from gfcr.agents import RunnerConfig
 from gfcr.apps.options import config_options
-from gfcr.errors import ConfigError, GfcrError
+from gfcr.errors import ConfigError, GfcrError, needs_extra
 
 app = typer.Typer(help="gfcr: Gymnasium environments for agentic LLM rollouts.", no_args_is_help=True)
 console = Console(width=None if sys.stdout.isatty() else 120)  # 120 in pipes and logs, not 80
@@ -106,7 +107,7 @@ def check(
     try:
         kwargs = _parse_env_args(env_arg or [])
     except GfcrError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from e
     report = check_contract(env_id, kwargs, examples=examples, seed=seed, episodes=episodes)
     if as_json:
@@ -136,7 +137,7 @@ def new_env(
     try:
         root, env_id = write_env_package(name, directory)
     except GfcrError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from e
     console.print(f"wrote {root}: env {env_id}", soft_wrap=True)
     console.print(f"next: pip install -e {root} && gfcr check {env_id}", soft_wrap=True)
@@ -172,7 +173,7 @@ def run(
             specs, out, resume=resume, progress=f"{env_id} · {agent}"
         )
     except GfcrError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from e
     table = Table(title=f"{env_id} · {agent}", title_justify="left")
     for column in ("episodes", "mean reward", "solved", "failed", "resumed", "seconds", "episodes/s"):
@@ -242,7 +243,7 @@ def bench(
         )
         index = write_report(config, result)
     except GfcrError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from e
     scores, reasons = _bench_tables(result, max(k, result.k))
     console.print(scores, *([reasons] if reasons.row_count else []))  # no table when all were solved
@@ -343,16 +344,17 @@ def tiny_model(
     from gfcr.apps.tiny_model import write_tiny_model
 
     try:
-        path = write_tiny_model(
-            directory,
-            vocab_size=vocab_size,
-            hidden_size=hidden_size,
-            num_layers=num_layers,
-            num_heads=num_heads,
-            seed=seed,
-        )
+        with needs_extra("gfcr tiny-model"):
+            path = write_tiny_model(
+                directory,
+                vocab_size=vocab_size,
+                hidden_size=hidden_size,
+                num_layers=num_layers,
+                num_heads=num_heads,
+                seed=seed,
+            )
     except GfcrError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from e
     console.print(f"tiny model: {path}  (use it as --agent hf:{path})")
 
@@ -368,7 +370,7 @@ def pretrained(
     try:
         path = write_pretrained(name, directory)
     except GfcrError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from e
     console.print(f"pretrained model: {path}  (use it as --agent hf:{path}; weights are 4-bit-degraded)")
 
@@ -392,9 +394,10 @@ def train(
         cfg = TrainConfig.from_toml(config)
         if overrides:
             cfg = TrainConfig.from_dict(_apply_overrides(cfg.to_dict(), overrides))
-        history = train_main(cfg, resume=resume)
+        with needs_extra("gfcr train"):
+            history = train_main(cfg, resume=resume)
     except GfcrError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from e
     if history:
         shown = ("rollout/reward", "eval/", "loss/", "run/")
@@ -434,15 +437,16 @@ def serve(
     ] = None,
 ) -> None:
     """Serve a local model over an OpenAI-compatible API (/v1/chat/completions with tools, /v1/models)."""
-    from gfcr.apps.serve import serve as run_server
-
     try:
+        with needs_extra("gfcr serve"):
+            from gfcr.apps.serve import serve as run_server
         console.print(
             f"serving {name or model} at http://{host}:{port}/v1  (agent spec: openai:{name or model}@http://{host}:{port}/v1)"
         )
-        run_server(model, host=host, port=port, model_name=name)
+        with needs_extra("gfcr serve"):
+            run_server(model, host=host, port=port, model_name=name)
     except GfcrError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from e
 
 
@@ -465,9 +469,9 @@ def serve_env(
     max_request_bytes: Annotated[int, typer.Option(help="Largest request or WebSocket message.")] = 1 << 20,
 ) -> None:
     """Serve an env over the OpenEnv protocol (HTTP and WebSocket; openenv's clients, TRL, gfcr/Remote-v0)."""
-    from gfcr.remote import serve_env as run_server
-
     try:
+        with needs_extra("gfcr serve-env"):
+            from gfcr.remote import serve_env as run_server
         kwargs = _parse_env_args(env_args or [])
         console.print(
             f"serving {env_id} at http://{host}:{port}  "
@@ -484,7 +488,7 @@ def serve_env(
             **kwargs,
         )
     except GfcrError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from e
 
 

@@ -101,6 +101,30 @@ class Policy(Protocol):
     def generate(self, requests: Sequence[Request]) -> list[Completion]: ...
 
 
+def check_policy(policy: object) -> None:
+    """Raise `ConfigError` saying what the `Policy` protocol needs if `policy` lacks any of it.
+
+    Checked once where a run starts, so a custom policy missing `name` fails with one message,
+    not one traceback per episode.
+
+    >>> class Bare:
+    ...     def generate(self, requests): return []
+    >>> check_policy(Bare())
+    Traceback (most recent call last):
+    ...
+    gfcr.errors.ConfigError: policy Bare lacks name, version: a Policy needs `name: str` and ...
+    """
+    missing = [a for a in ("name", "version") if not isinstance(getattr(policy, a, None), str)]
+    if not callable(getattr(policy, "generate", None)):
+        missing.append("generate")
+    if missing:
+        raise ConfigError(
+            f"policy {type(policy).__name__} lacks {', '.join(missing)}: a Policy needs `name: str` and "
+            "`version: str` attributes (recorded in each trajectory's provenance) and a method "
+            "`generate(requests: Sequence[Request]) -> list[Completion]`; see gfcr.core.Policy"
+        )
+
+
 @runtime_checkable
 class TokenPolicy(Policy, Protocol):
     """A policy with a tokenizer: it renders prompts and observations to ids for the runner."""

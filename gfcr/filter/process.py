@@ -7,6 +7,7 @@ score as the step's signal `process_score`, where Control (`PrefixStop`) and the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -32,14 +33,23 @@ class ProcessScoreHook:
     >>> ProcessScoreHook(Short()).on_step(t, t.steps[-1])
     >>> t.steps[-1].signals
     {'process_score': 0.0}
+
+    A plain function of the trajectory works too: `ProcessScoreHook(lambda t: 1.0)`.
     """
 
-    scorer: ProcessScorer
+    scorer: ProcessScorer | Callable[[Trajectory], float]
     key: str = "process_score"
 
     def __post_init__(self) -> None:
         if not self.key:
             raise ConfigError("ProcessScoreHook needs a signal key, got ''")
+        if not isinstance(self.scorer, ProcessScorer) and not callable(self.scorer):
+            raise ConfigError(
+                f"ProcessScoreHook needs a scorer with score(trajectory) -> float or a function "
+                f"trajectory -> float, got {type(self.scorer).__name__}"
+            )
 
     def on_step(self, trajectory: Trajectory, step: Step) -> None:
-        step.signals[self.key] = float(self.scorer.score(trajectory))
+        scorer = self.scorer
+        score = scorer.score(trajectory) if isinstance(scorer, ProcessScorer) else scorer(trajectory)
+        step.signals[self.key] = float(score)

@@ -51,7 +51,7 @@ def test_a_prompt_over_the_context_gives_an_empty_length_completion(hf_policy):
 
 def test_a_missing_model_is_an_error_naming_the_path_and_the_fix(tmp_path):
     pytest.importorskip("transformers")
-    with pytest.raises(PolicyError, match="cannot load a model from .*gfcr tiny-model"):
+    with pytest.raises(PolicyError, match="model folder .* does not exist.*gfcr tiny-model"):
         make_policy(f"hf:{tmp_path / 'nowhere'}")
 
 
