@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
+
+import numpy as np
 
 from gfcr.core import Task
 from gfcr.errors import UnknownNameError
@@ -71,6 +73,24 @@ class TaskSource:
         if index is None:
             raise UnknownNameError("task id", task_id, self.ids()[:10_000], hint=f"source: {self.name}")
         return self[index]
+
+    def epochs(self, seed: int = 0) -> Iterator[str]:
+        """Task ids without replacement: each epoch is every task once, in a fresh seeded order.
+
+        `reset(seed=...)` draws a task uniformly, with replacement (two seeds may give one task);
+        a benchmark that must see each task once walks this instead, with
+        `env.reset(options={"task_id": next(order)})`.
+
+        >>> source = TaskSource.from_tasks("demo", [Task(f"demo/{i}", "?", "") for i in range(3)])
+        >>> order = source.epochs(seed=0)
+        >>> first, second = [next(order) for _ in range(3)], [next(order) for _ in range(3)]
+        >>> sorted(first) == sorted(second) == source.ids()
+        True
+        """
+        rng = np.random.default_rng(seed)
+        while True:
+            for index in rng.permutation(self._size):
+                yield self[int(index)].id
 
     def ids(self) -> list[str]:
         """Every task id, in index order (builds every task of a procedural source)."""

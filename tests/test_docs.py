@@ -22,6 +22,7 @@ import subprocess
 import sys
 import textwrap
 import tomllib
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,8 +88,12 @@ def doc_folder(tmp_path, tiny_model, monkeypatch):
 
 
 @pytest.mark.parametrize("doc", DOCS)
-def test_every_code_block_runs(doc, doc_folder):
-    namespace: dict = {"__name__": "__main__"}
+def test_every_code_block_runs(doc, doc_folder, monkeypatch):
+    # The blocks run as a script's __main__ module does: their classes pickle by name, and their
+    # `if __name__ == "__main__":` blocks run.
+    module = types.ModuleType("__main__")
+    monkeypatch.setitem(sys.modules, "__main__", module)
+    namespace = module.__dict__
     for block in blocks((ROOT / doc).read_text()):
         where = f"{doc}:{block.line}"
         if block.marker == "not run":
