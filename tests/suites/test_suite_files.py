@@ -192,3 +192,8 @@ def test_gfcr_bench_runs_a_suite_file_and_records_its_version_and_fingerprint(tm
     seeds = sorted(t.provenance.seed for t in read_jsonl(report / "trajectories" / "scripted_oracle.jsonl"))
     assert seeds == [0, 0, 0, 0, 1, 1]  # AIME: k = 2 (seeds 0, 1) for 2 tasks; CHAMP: 1 sample of 2 tasks
     assert fingerprint in (report / "index.html").read_text()
+
+
+def test_gfcr_bench_of_a_missing_suite_file_says_so(tmp_path):
+    result = CliRunner().invoke(app, ["bench", str(tmp_path / "mine.toml"), "-a", "scripted:oracle"])
+    assert result.exit_code == 2 and "does not exist" in result.output
