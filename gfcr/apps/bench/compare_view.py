@@ -36,12 +36,11 @@ INDEX = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>gfcr compare</title><style>{{ style }}</style></head>
 <body>
 <h1>gfcr compare</h1>
-<p>baseline: {{ result.baseline }}{% if not result.same_suite %} · <strong>the runs come from suites with different fingerprints</strong>{% endif %}
-· data: <a href="compare.json">compare.json</a></p>
+<p>baseline: {{ result.baseline }}{% if not result.same_suite %} · <strong>the runs come from suites with different fingerprints</strong>{% endif %} · data: <a href="compare.json">compare.json</a></p>
 <h2>Leaderboard</h2>
 <table id="leaderboard"><tr><th>#</th><th>run</th><th>episodes</th><th>tasks</th><th>pass@1</th><th>mean reward</th><th>failed</th>
 <th>tokens out / ep</th><th>policy s / ep</th><th>env s / ep</th><th>suite</th><th>fingerprint</th></tr>
-{% for row in result.leaderboard %}<tr><td>{{ loop.index }}</td><td>{{ row.run }}</td><td>{{ row.episodes }}</td><td>{{ row.tasks }}</td>
+{% for row in result.leaderboard %}<tr><td>{{ loop.index }}</td><td class="text">{{ row.run }}</td><td>{{ row.episodes }}</td><td>{{ row.tasks }}</td>
 <td>{{ "%.3f"|format(row.pass_at_1) }}</td><td>{{ "%.3f"|format(row.mean_reward) }}</td><td>{{ row.failed }}</td>
 <td>{{ "%.0f"|format(row.mean_tokens_out) }}</td><td>{{ "%.3f"|format(row.policy_s_per_episode) }}</td>
 <td>{{ "%.3f"|format(row.env_s_per_episode) }}</td><td class="text">{{ row.suite }}</td><td class="text"><code>{{ row.suite_fingerprint[:12] }}</code></td></tr>
