@@ -255,6 +255,58 @@ def bench(
 
 
 @app.command()
+def diagnose(
+    runs: Annotated[
+        list[Path],
+        typer.Argument(help="Trajectory .jsonl files, bench report directories or `gfcr train` out_dirs."),
+    ],
+    as_json: Annotated[
+        bool, typer.Option("--json", help='Print {"pathologies": [...], "criteria": {...}} as JSON only.')
+    ] = False,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Write an HTML page (DIR/index.html, DIR/diagnosis.json).")
+    ] = None,
+    reverify: Annotated[
+        bool,
+        typer.Option(
+            "--reverify", help="Re-judge every episode with its env's verifier (a second verifier)."
+        ),
+    ] = False,
+    repeats: Annotated[
+        int, typer.Option(min=1, help="Verdicts per episode when re-judging (flakiness).")
+    ] = 2,
+    env_arg: EnvArgs = None,
+    fail_on: Annotated[
+        str | None, typer.Option(help="Exit 1 if a pathology is at least this severe: low | medium | high.")
+    ] = None,
+) -> None:
+    """Diagnose rollout pathologies (zero-variance groups, reward hacking, length inflation, noisy
+    signals, wasted compute, stale replay) with the levers that address them, and the criteria report."""
+    from gfcr.apps.diagnose import diagnose as run_diagnose
+    from gfcr.apps.diagnose import load_run
+    from gfcr.apps.diagnose.base import RANK
+    from gfcr.apps.diagnose.render import print_terminal, write_html
+
+    try:
+        if fail_on is not None and fail_on not in ("low", "medium", "high"):
+            raise ConfigError(f"--fail-on must be low, medium or high, got {fail_on!r}")
+        data = load_run(runs, _parse_env_args(env_arg or []))
+        result = run_diagnose(data, reverify_repeats=repeats if reverify else 0)
+        index = write_html(result, html) if html is not None else None
+    except GfcrError as e:
+        console.print(f"[red]error:[/red] {escape(str(e))}")
+        raise typer.Exit(2) from e
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), default=str))
+    else:
+        print_terminal(result, console)
+        if index is not None:
+            console.print(f"diagnosis: {index}", soft_wrap=True)
+    if fail_on is not None and any(RANK[p.severity] >= RANK[fail_on] for p in result.pathologies):
+        raise typer.Exit(1)
+
+
+@app.command()
 def compare(
     runs: Annotated[
         list[Path],
@@ -403,6 +455,19 @@ def train(
         shown = ("rollout/reward", "eval/", "loss/", "run/")
         last = {k: v for k, v in history[-1].items() if k.startswith(shown)}
         console.print(f"trained to step {history[-1]['step']}: {json.dumps(last)}; logs in {cfg.out_dir}")
+        _train_criteria(Path(cfg.out_dir))
+
+
+def _train_criteria(out_dir: Path) -> None:
+    """The criteria report of a training run (criteria.json, diagnose/index.html) and its findings."""
+    from gfcr.apps.diagnose.render import headline
+    from gfcr.apps.diagnose.sections import write_train_report
+
+    index, found = write_train_report(out_dir)
+    for p in found.found:
+        lever = escape(p.levers[0]) if p.levers else "see the diagnosis"
+        console.print(f"[yellow]{p.name} ({p.severity})[/yellow]: {escape(headline(p))}; lever: {lever}")
+    console.print(f"criteria: {out_dir / 'criteria.json'}, diagnosis: {index}", soft_wrap=True)
 
 
 def _apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
