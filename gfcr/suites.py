@@ -36,6 +36,7 @@ from typing import Any
 import gymnasium as gym
 
 from gfcr.core.config import from_dict, setting
+from gfcr.core.task import Task
 from gfcr.errors import ConfigError, UnknownNameError
 from gfcr.registry import list_envs
 from gfcr.version import __version__
@@ -99,18 +100,29 @@ class SuiteEntry:
 
     def task_ids(self) -> list[str]:
         """The chosen task ids: those listed, every task, or `num_tasks` evenly spaced over the source."""
-        tasks = self.make_env().unwrapped.tasks  # type: ignore[attr-defined]
-        if self.tasks is not None:
-            for task_id in self.tasks:
-                if tasks.index_of(task_id) is None:
-                    raise UnknownNameError(
-                        "task id", task_id, tasks.ids()[:10_000], hint=f"in the suite entry for {self.env_id}"
-                    )
-            return list(self.tasks)
-        if self.num_tasks is None or self.num_tasks >= len(tasks):
-            return tasks.ids()
-        step = len(tasks) / self.num_tasks
-        return [tasks[int(i * step)].id for i in range(self.num_tasks)]
+        return [task.id for task in self._chosen]
+
+    @cached_property  # a frozen dataclass: built once (a procedural source builds each task), kept
+    def _chosen(self) -> tuple[Task, ...]:
+        env = self.make_env()
+        try:
+            tasks = env.unwrapped.tasks  # type: ignore[attr-defined]  # a gfcr TextEnv
+            if self.tasks is not None:
+                for task_id in self.tasks:
+                    if tasks.index_of(task_id) is None:
+                        raise UnknownNameError(
+                            "task id",
+                            task_id,
+                            tasks.ids()[:10_000],
+                            hint=f"in the suite entry for {self.env_id}",
+                        )
+                return tuple(tasks.get(task_id) for task_id in self.tasks)
+            if self.num_tasks is None or self.num_tasks >= len(tasks):
+                return tuple(tasks[i] for i in range(len(tasks)))
+            step = len(tasks) / self.num_tasks
+            return tuple(tasks[int(i * step)] for i in range(self.num_tasks))
+        finally:
+            env.close()
 
     def sample_seeds(self, k: int = 1, seed: int = 0) -> list[int]:
         """The seed of each sample of a task: `seeds`, or `seed + j` for j < `k` (this entry's k first).
@@ -130,8 +142,6 @@ class SuiteEntry:
         spec = gym.spec(self.env_id)
         env = self.make_env()
         try:
-            source = env.unwrapped.tasks  # type: ignore[attr-defined]
-            chosen = [source.get(task_id) for task_id in self.task_ids()]
             verifier = getattr(env.unwrapped, "verifier", None)
             code = {"env": _code_version(type(env.unwrapped))}
             if verifier is not None:
@@ -145,7 +155,7 @@ class SuiteEntry:
             "max_episode_steps": spec.max_episode_steps,
             "code": code,
             "samples": {"k": self.k, "seeds": list(self.seeds) if self.seeds is not None else None},
-            "tasks": [[task.id, _digest([task.id, task.prompt, task.gold])] for task in chosen],
+            "tasks": [[task.id, _digest([task.id, task.prompt, task.gold])] for task in self._chosen],
         }
 
 
