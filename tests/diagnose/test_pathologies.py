@@ -86,6 +86,9 @@ def test_length_inflation_from_truncation(write, clean, episode):
 
 
 def test_length_inflation_over_training_steps_without_reward(tmp_path):
+    pytest.importorskip(
+        "torch", reason="training out_dirs are read by the trainer: pip install -e '.[hf,train]'"
+    )
     from gfcr.trainers.logging import MetricLogger
 
     log = MetricLogger(tmp_path, tensorboard=False)
@@ -135,6 +138,9 @@ def test_stale_replay_from_replayed_samples_and_the_buffer(tmp_path, write, epis
     assert found.severity == "high" and found.evidence["lag_mean"] == 8.0
     assert found.evidence["off_policy_share"] == 0.25
 
+    pytest.importorskip(
+        "torch", reason="training out_dirs are read by the trainer: pip install -e '.[hf,train]'"
+    )
     run = tmp_path / "train"
     run.mkdir()
     (run / "metrics.jsonl").write_text(json.dumps({"step": 12, "rollout/episodes": 4}) + "\n")
