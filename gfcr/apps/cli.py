@@ -80,11 +80,11 @@ def list_command() -> None:
         entry_point = gym.spec(env_id).entry_point
         envs.add_row(env_id, str(entry_point), _count_tasks(env_id))
     suites = Table(title="Suites", title_justify="left")
-    for column in ("suite", "tasks", "description"):
+    for column in ("suite", "version", "tasks", "description"):
         suites.add_column(column)
     for name in gfcr.list_suites():
         suite = gfcr.make_suite(name)
-        suites.add_row(name, str(len(suite)), suite.description)
+        suites.add_row(name, suite.version, str(len(suite)), suite.description)
     console.print(envs, suites)
 
 
