@@ -13,7 +13,10 @@ For the difference in pass@1 between run B and run A (the first input, the basel
   "An Introduction to the Bootstrap", §16.4; resampling tasks keeps a task's samples together);
 - McNemar's exact test over paired episodes (McNemar 1947): of the `b` pairs A solved and B did not
   and the `c` pairs B solved and A did not, under "no difference" each discordant pair goes either
-  way with chance 1/2, so p = min(1, 2 · P(X ≤ min(b, c))) with X ~ Binomial(b + c, 1/2).
+  way with chance 1/2, so p = min(1, 2 · P(X ≤ min(b, c))) with X ~ Binomial(b + c, 1/2). The test
+  takes pairs as independent: with k > 1 samples of a task they are not quite (a hard task is hard
+  for every sample), so p is then optimistic and the bootstrap, which resamples whole tasks, is the
+  one to read.
 
 >>> round(mcnemar_exact(1, 9), 6)  # 2 · (C(10,0) + C(10,1)) / 2^10 = 22 / 1024
 0.021484
