@@ -91,3 +91,7 @@ def test_diagnose_reads_a_bench_report_with_its_env_keywords(tmp_path):
     report = json.loads(result.output)
     assert report["criteria"]["reliability"]["rejudged"] == 12  # 2 agents x 3 tasks x 2 samples
     assert report["criteria"]["card"]["models"].keys() == {"scripted:oracle", "scripted:random"}
+    by_run = report["criteria"]["by_run"]  # pooled scores mix the agents: each one alone too
+    assert by_run["scripted:oracle"]["coverage"]["pass_at_1"] == 1.0
+    assert by_run["scripted:random"]["coverage"]["pass_at_1"] == 0.0
+    assert by_run["scripted:random"]["reliability"]["rejudged"] == 6

@@ -33,6 +33,21 @@ def criteria(data: RunData, reverified: Reverification | None = None) -> dict[st
     return {"note": "not measurable from this input: no trajectories and no training metrics"}
 
 
+def criteria_by_run(data: RunData, reverified: Reverification | None = None) -> dict[str, dict[str, Any]]:
+    """The criteria of each run of `data` alone (each agent of a bench report)."""
+    out = {}
+    for run, trajectories in data.runs.items():
+        mine = None
+        if reverified is not None:
+            verdicts = {key: v for key, v in reverified.verdicts.items() if key[0] == run}
+            mine = Reverification(verdicts, {}, reverified.repeats)
+        alone = RunData(
+            runs={run: trajectories}, bench_results=data.bench_results, env_kwargs=data.env_kwargs
+        )
+        out[run] = criteria(alone, mine)
+    return out
+
+
 def solved(t: Trajectory) -> bool:
     return t.status == "ok" and t.total_reward >= SUCCESS_REWARD - 1e-9
 

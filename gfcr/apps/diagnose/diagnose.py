@@ -17,7 +17,7 @@ from typing import Any
 
 from gfcr.apps.diagnose.base import Pathology
 from gfcr.apps.diagnose.card import card
-from gfcr.apps.diagnose.criteria import criteria
+from gfcr.apps.diagnose.criteria import criteria, criteria_by_run
 from gfcr.apps.diagnose.data import RunData, load_run
 from gfcr.apps.diagnose.groups import wasted_compute, zero_variance_groups
 from gfcr.apps.diagnose.length import length_inflation
@@ -63,5 +63,7 @@ def diagnose(data: RunData, *, reverify_repeats: int = 0, suite_fingerprint: str
         stale_replay(data),
     ]
     report = criteria(data, rejudged)
+    if len(data.runs) > 1:  # several agents or files: each alone too, since pooled scores mix them
+        report["by_run"] = criteria_by_run(data, rejudged)
     report["card"] = card(data, suite_fingerprint=suite_fingerprint)
     return Diagnosis(pathologies, report, data.sources)

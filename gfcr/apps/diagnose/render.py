@@ -125,11 +125,39 @@ def terminal(diagnosis: Diagnosis) -> Group:
     for name in ("reliability", "coverage", "cost"):
         for key, value in diagnosis.criteria.get(name, {}).items():
             criteria.add_row(name, key, Text(show(value)))
+    parts.append(criteria)
+    if "by_run" in diagnosis.criteria:
+        parts.append(_by_run_table(diagnosis.criteria["by_run"]))
     card = diagnosis.criteria["card"]
     work = card["work"]
     seeds = show(card["seeds"])
     line = f"card: gfcr {card['gfcr']} · work {work['hash']} ({work['tasks']} tasks) · seeds {seeds}"
-    return Group(*parts, criteria, Text(line))
+    return Group(*parts, Text(line))
+
+
+def _by_run_table(by_run: dict[str, dict[str, Any]]) -> Table:
+    """Each run's headline criteria (a bench report's agents apart)."""
+    table = Table(title="criteria by run", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in (
+        "run",
+        "pass@1",
+        "informative share",
+        "failures",
+        "verifier agreement",
+        "tokens / solved task",
+    ):
+        table.add_column(column, overflow="fold", justify="left" if column == "run" else "right")
+    for run, found in by_run.items():
+        per_solved = found["cost"]["per_solved_task"]
+        table.add_row(
+            run,
+            show(found["coverage"]["pass_at_1"]),
+            Text(show(found["coverage"]["informative_share"])),
+            show(found["reliability"]["infrastructure_failures"]),
+            Text(show(found["reliability"]["verifier_agreement"])),
+            show(per_solved["tokens"]) if per_solved else "—",
+        )
+    return table
 
 
 def print_terminal(diagnosis: Diagnosis, console: Console) -> None:
@@ -137,8 +165,12 @@ def print_terminal(diagnosis: Diagnosis, console: Console) -> None:
 
 
 def criteria_html(criteria: dict[str, Any]) -> str:
-    """The criteria section (reliability, coverage, cost, card) as HTML, for any report page."""
-    return _JINJA.from_string(templates.CRITERIA).render(criteria=criteria)
+    """The criteria section (reliability, coverage, cost, card; then each run's alone) as HTML."""
+    page = _JINJA.from_string(templates.CRITERIA)
+    parts = [page.render(criteria=criteria)]
+    for run, found in criteria.get("by_run", {}).items():
+        parts.append(page.render(criteria=found, title=f"Criteria · {run}"))
+    return "\n".join(parts)
 
 
 def write_html(diagnosis: Diagnosis, directory: str | Path) -> Path:

@@ -10,11 +10,11 @@ from typing import Any
 from gfcr.apps.bench.bench import BenchResult
 from gfcr.apps.diagnose import templates
 from gfcr.apps.diagnose.card import card
-from gfcr.apps.diagnose.criteria import criteria
+from gfcr.apps.diagnose.criteria import criteria_by_run
 from gfcr.apps.diagnose.data import RunData, load_run, parse_label
 from gfcr.apps.diagnose.diagnose import Diagnosis, diagnose
 from gfcr.apps.diagnose.render import _JINJA, write_html
-from gfcr.apps.diagnose.reverify import Reverification, reverify
+from gfcr.apps.diagnose.reverify import reverify
 
 
 def bench_criteria(bench: BenchResult, *, seed: int = 0, reverify_repeats: int = 2) -> dict[str, Any]:
@@ -33,14 +33,7 @@ def bench_criteria(bench: BenchResult, *, seed: int = 0, reverify_repeats: int =
         if reverify_repeats
         else None
     )
-    per_agent = {}
-    for agent, trajectories in data.runs.items():
-        mine = None
-        if rejudged is not None:
-            mine = Reverification(
-                {k: v for k, v in rejudged.verdicts.items() if k[0] == agent}, {}, reverify_repeats
-            )
-        per_agent[agent] = criteria(RunData(runs={agent: trajectories}, bench_results={"seed": seed}), mine)
+    per_agent = criteria_by_run(data, rejudged)
     return {"agents": per_agent, "card": card(data, suite_fingerprint=bench.fingerprint or None)}
 
 

@@ -15,12 +15,12 @@ CRITERIA = """<section class="criteria">
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>gfcr diagnose</title><style>{{ style }}
 .high { color: #aa3377; font-weight: 600; } .medium { color: #cc6611; } .low { color: #997700; } .none { color: #228833; }
-.not_measurable { color: #777; }</style></head>
+.not_measurable { color: #777; } th.text { text-align: left; }</style></head>
 <body>
 <h1>gfcr diagnose</h1>
 <p>{{ time }} · gfcr {{ version }} · {% for s in sources %}<code>{{ s }}</code>{% if not loop.last %}, {% endif %}{% endfor %}</p>
 <h2>Pathologies</h2>
-<table id="pathologies"><tr><th>pathology</th><th>severity</th><th>finding</th></tr>
+<table id="pathologies"><tr><th>pathology</th><th class="text">severity</th><th class="text">finding</th></tr>
 {% for p in pathologies %}<tr><td><a href="#{{ p.name }}">{{ p.name }}</a></td><td class="text {{ p.severity }}">{{ p.severity }}</td><td class="text">{{ headlines[p.name] }}</td></tr>
 {% endfor %}</table>
 {% for p in pathologies %}<section class="pathology" id="{{ p.name }}">
