@@ -70,15 +70,17 @@ def test_identical_runs_are_not_significant_and_the_interval_contains_zero(repor
     assert same["p_value"] == 1.0 and same["significant"] is False and same["tasks"] == []
 
 
-def test_runs_written_by_gfcr_run_compare_as_jsonl(tmp_path):
-    for agent in ("oracle", "random"):
-        invoke("run", "gfcr/Math-v0", "-a", f"scripted:{agent}", "-n", "6", "-e", "split=AIME2024",
+def test_runs_written_by_gfcr_run_compare_as_jsonl_and_unpaired_episodes_are_counted(tmp_path):
+    for agent, episodes in (("random", "10"), ("oracle", "8")):  # the oracle's 8 are the random run's first 8
+        invoke("run", "gfcr/Math-v0", "-a", f"scripted:{agent}", "-n", episodes, "-e", "split=AIME2024",
                "--out", str(tmp_path / f"{agent}.jsonl"))  # fmt: skip
     result = json.loads(invoke("compare", str(tmp_path / "random.jsonl"), str(tmp_path / "oracle.jsonl"),
                                "--json").stdout)  # fmt: skip
     (comparison,) = result["comparisons"]
     assert comparison["a"] == "scripted:random" and comparison["difference"] == 1.0
-    assert comparison["by_env"]["gfcr/Math-v0"]["c_only_b"] == 6 and comparison["significant"]
+    assert comparison["paired_episodes"] == 8 and comparison["unpaired"] == [2, 0]
+    assert comparison["by_env"]["gfcr/Math-v0"]["c_only_b"] == 8 and comparison["significant"]
+    assert comparison["p_value"] == pytest.approx(2 / 2**8)
 
 
 def test_the_html_view_shows_paired_trajectories_side_by_side(reports, tmp_path):

@@ -361,6 +361,7 @@ def _compare_tables(result: dict[str, Any], show: int) -> list[Table]:
             f"(95% CI [{c.ci95[0]:+.3f}, {c.ci95[1]:+.3f}]), McNemar p = {c.p_value:.4g}, {verdict}; "
             f"{c.paired_episodes} paired episodes over {c.paired_tasks} tasks"
             + (f", {c.left_out_failed} left out (failed)" if c.left_out_failed else "")
+            + (f"; unpaired: {c.unpaired[0]} of {c.a}, {c.unpaired[1]} of {c.b}" if any(c.unpaired) else "")
         )
         envs = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
         for column in ("env configuration", "tasks", f"pass@1 {c.a}", f"pass@1 {c.b}", "difference", "p"):

@@ -101,6 +101,7 @@ class Comparison:
     paired_tasks: int
     paired_episodes: int
     left_out_failed: int  # pairs with an infrastructure failure in either run
+    unpaired: tuple[int, int]  # episodes of a, of b, that the other run does not hold
     pass_at_1_a: float
     pass_at_1_b: float
     difference: float  # pass@1 of b minus pass@1 of a
@@ -117,7 +118,11 @@ class Comparison:
         return self.p_value < ALPHA and not (self.ci95[0] <= 0.0 <= self.ci95[1])
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"significant": self.significant, "ci95": list(self.ci95)}
+        return asdict(self) | {
+            "significant": self.significant,
+            "ci95": list(self.ci95),
+            "unpaired": list(self.unpaired),
+        }
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -173,6 +178,7 @@ def compare(a: Run, b: Run) -> Comparison:
         paired_tasks=len(by_task),
         paired_episodes=len(usable),
         left_out_failed=len(pairs) - len(usable),
+        unpaired=(len(a.trajectories) - len(common), len(b.trajectories) - len(common)),
         pass_at_1_a=overall["pass_at_1_a"],
         pass_at_1_b=overall["pass_at_1_b"],
         difference=overall["difference"],

@@ -53,6 +53,7 @@ INDEX = """<!doctype html>
 <td>{{ "%.3f"|format(c.pass_at_1_a) }}</td><td>{{ "%.3f"|format(c.pass_at_1_b) }}</td><td>{{ "%+.3f"|format(c.difference) }}</td>
 <td>[{{ "%+.3f"|format(c.ci95[0]) }}, {{ "%+.3f"|format(c.ci95[1]) }}]</td><td>{{ c.b_only_a }}</td><td>{{ c.c_only_b }}</td>
 <td>{{ "%.4g"|format(c.p_value) }}{% if c.significant %} (significant){% endif %}</td></tr></table>
+{% if c.unpaired[0] or c.unpaired[1] %}<p>unpaired episodes (held by one run only): {{ c.unpaired[0] }} of {{ c.a }}, {{ c.unpaired[1] }} of {{ c.b }}</p>{% endif %}
 <h3>By env configuration</h3>
 <table class="by-env"><tr><th>env configuration</th><th>tasks</th><th>pass@1 {{ c.a }}</th><th>pass@1 {{ c.b }}</th><th>difference</th>
 <th>only {{ c.a }}</th><th>only {{ c.b }}</th><th>McNemar p</th></tr>
