@@ -1,4 +1,4 @@
-"""Progress of a run: a live bar in a terminal, a plain line every so often anywhere else.
+"""Progress of a run: a live bar in a terminal (or Jupyter), a plain line every so often anywhere else.
 
 Both show episodes done of the total, the rate, the time left, the running success rate (pass@1
 so far), tokens/s and failures. In a terminal the bar is rich's (transient: the run's summary
@@ -53,7 +53,7 @@ class RunProgress:
         self._stop = threading.Event()
         self._timer: threading.Thread | None = None
         self._bar: Progress | None = None
-        if self.console.is_terminal:
+        if self.console.is_terminal or self.console.is_jupyter:  # rich draws its bar in both
             self._bar = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
