@@ -149,3 +149,16 @@ def test_new_env_refuses_a_name_that_is_no_package_and_an_existing_folder(tmp_pa
     runner.invoke(app, ["new-env", "twice", "--dir", str(tmp_path)])
     result = runner.invoke(app, ["new-env", "twice", "--dir", str(tmp_path)])
     assert result.exit_code == 2 and "exists" in result.output
+
+
+def test_gfcr_check_imports_the_module_that_registers_the_env(tmp_path, monkeypatch):
+    (tmp_path / "my_kit_envs.py").write_text(
+        f'import gfcr\nfrom {__name__} import EchoEnv\ngfcr.register_env("mine/Echo-v0", EchoEnv)\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))  # this test module, for EchoEnv
+    result = runner.invoke(app, ["check", "mine/Echo-v0", "--import", "my_kit_envs", "--examples", "5"])
+    assert result.exit_code == 0, result.output
+    assert "mine/Echo-v0 passes the env contract" in result.output
+    result = runner.invoke(app, ["check", "mine/Echo-v0", "--import", "no_such_module_here"])
+    assert result.exit_code == 2 and "--import no_such_module_here: No module named" in result.output

@@ -136,3 +136,10 @@ def test_unknown_name_errors_cross_processes_intact():
 
     error = pickle.loads(pickle.dumps(gfcr.UnknownNameError("dataset", "mmth", ["mmath"], hint="see docs")))
     assert str(error) == "unknown dataset 'mmth'; did you mean 'mmath'? Known: mmath. see docs"
+
+
+def test_a_missing_psycopg_names_the_postgres_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    env = gym.make("gfcr/SQL-v0", engine="postgresql://nobody@127.0.0.1:1/none")
+    with pytest.raises(MissingExtraError, match=r"PostgreSQL engine needs `psycopg`.*'\.\[postgres\]'"):
+        env.reset(seed=0)

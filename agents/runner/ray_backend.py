@@ -21,11 +21,12 @@ from gfcr.agents.policies.chat import ChatTokens
 from gfcr.agents.runner.env_host import EnvHost
 from gfcr.agents.runner.env_pools import RemoteEnvPool, describe
 from gfcr.core.policy import Completion, Request
-from gfcr.errors import ConfigError, EpisodeError
+from gfcr.errors import ConfigError, EpisodeError, needs_extra
 
 
 def _ray() -> Any:
-    import ray
+    with needs_extra("the Ray backend"):
+        import ray
 
     if not ray.is_initialized():
         ray.init(include_dashboard=False, log_to_driver=False)

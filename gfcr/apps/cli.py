@@ -96,16 +96,28 @@ def check(
     episodes: Annotated[int, typer.Option(min=1, help="Episodes of the oracle and of random junk.")] = 5,
     seed: Annotated[int, typer.Option(help="Seed of the random texts.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    imports: Annotated[
+        list[str] | None,
+        typer.Option("--import", "-i", help="Import a module first (one that registers the env)."),
+    ] = None,
 ) -> None:
     """Check an env against the gfcr env contract, as gfcr checks its own; exit 1 if it breaks it.
 
     Gymnasium's check_env, seeding and task ids, hostile actions, the step after the end, sync and
     async vector envs, pickling, declared signals, and the oracle (~1.0) and random junk (~0).
     """
+    import importlib
+
     from gfcr.testing import check_contract
 
+    sys.path.insert(0, str(Path.cwd()))  # --import finds modules of the current folder, as `python -m` does
     try:
         kwargs = _parse_env_args(env_arg or [])
+        for module in imports or []:
+            try:
+                importlib.import_module(module)
+            except ImportError as e:
+                raise ConfigError(f"--import {module}: {e}") from e
     except GfcrError as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from e
@@ -118,7 +130,7 @@ def check(
             table.add_column(column, justify="right" if column == "seconds" else "left", overflow="fold")
         colours = {"passed": "green", "failed": "red", "skipped": "yellow"}
         for r in report.results:
-            table.add_row(r.name, f"[{colours[r.status]}]{r.status}[/]", f"{r.seconds:.1f}", r.detail)
+            table.add_row(r.name, f"[{colours[r.status]}]{r.status}[/]", f"{r.seconds:.1f}", escape(r.detail))
         console.print(table)
         verdict = "[green]passes[/green]" if report.passed else "[red]breaks[/red]"
         console.print(f"{env_id} {verdict} the env contract")

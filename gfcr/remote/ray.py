@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from gfcr.errors import GfcrError
+from gfcr.errors import GfcrError, needs_extra
 
 
 class EnvServer:
@@ -47,7 +47,8 @@ def start_env_servers(env_id: str, count: int, *, public: bool = False, **option
     `public=True` listens on the node's address instead of loopback (for a multi-node cluster;
     pair it with `token=...`). Other options are `gfcr.remote.create_app`'s, `env_kwargs` included.
     """
-    import ray
+    with needs_extra("Ray env servers"):
+        import ray
 
     env_kwargs = options.pop("env_kwargs", {})
     servers = [ray.remote(num_cpus=0.5)(EnvServer).remote() for _ in range(count)]

@@ -37,7 +37,7 @@ from gfcr.envs.sql.engines.duckdb_pool import DuckDBWorkers
 from gfcr.envs.sql.engines.duckdb_worker import Reply
 from gfcr.envs.sql.engines.guard import FORBIDDEN_FUNCTIONS
 from gfcr.envs.sql.engines.watchdog import WATCHDOG
-from gfcr.errors import ConfigError, QueryError, UnsafeQueryError
+from gfcr.errors import ConfigError, QueryError, UnsafeQueryError, needs_extra
 
 SQLITE_MAX_VALUE_BYTES = 10_000_000  # the longest string or blob a SQLite query may build
 DUCKDB_CONFIG = {"enable_external_access": False, "lock_configuration": True, "memory_limit": "1GB"}
@@ -96,7 +96,8 @@ def reader_engine(url: str | sa.URL) -> sa.Engine:
         event.listen(engine, "engine_disposed", lambda _engine: workers.close())
         return engine
     if backend == "postgresql":
-        return sa.create_engine(url.set(drivername="postgresql+psycopg"), pool_pre_ping=True)
+        with needs_extra("the PostgreSQL engine"):  # sqlalchemy imports psycopg here
+            return sa.create_engine(url.set(drivername="postgresql+psycopg"), pool_pre_ping=True)
     raise ConfigError(
         f"unsupported database URL {url.render_as_string()!r}; use sqlite:///, duckdb:/// or postgresql://"
     )

@@ -17,7 +17,7 @@ import logging
 import sqlalchemy as sa
 
 from gfcr.envs.sql.data.build import DATASETS, build_key, write_dataset
-from gfcr.errors import ConfigError
+from gfcr.errors import ConfigError, needs_extra
 
 logger = logging.getLogger(__name__)
 READER_ROLE = "gfcr_reader"
@@ -33,7 +33,8 @@ def ensure_postgres_database(name: str, admin_url: str | sa.URL) -> sa.URL:
     admin_url = sa.make_url(admin_url).set(drivername="postgresql+psycopg")
     key = build_key(name)
     target = database_name(name)
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+    with needs_extra("the PostgreSQL engine"):  # sqlalchemy imports psycopg here
+        admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
     try:
         with admin.connect() as connection:
             connection.exec_driver_sql(f"SELECT pg_advisory_lock({_LOCK_KEY})")
