@@ -137,8 +137,8 @@ def check_step_result(env: gym.Env, result: Any, action: Any = None) -> None:
 def check_signals_declared(env: gym.Env, signals: Mapping[str, Any], action: Any = None) -> None:
     """Every signal key is declared in the env's `signal_defaults`, with a float, int or bool value."""
     declared = getattr(env.unwrapped, "signal_defaults", None)
-    _require(isinstance(declared, Mapping), f"{type(env.unwrapped).__name__} declares no signal_defaults")
-    assert isinstance(declared, Mapping)  # for the type checker: _require raised otherwise
+    if not isinstance(declared, Mapping):
+        raise ContractViolation(f"{type(env.unwrapped).__name__} declares no signal_defaults")
     if undeclared := sorted(set(signals) - set(declared)):
         raise ContractViolation(
             f"signal(s) {undeclared} returned after action {_short(action)} are not declared: "
