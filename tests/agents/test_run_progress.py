@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import re
 import subprocess
 import sys
+import time
+
+from rich.console import Console
+
+from gfcr.agents.runner.progress import RunProgress
+from gfcr.core import Trajectory
 
 LINE = re.compile(
     r"gfcr progress · (?P<what>.+?): (?P<done>\d+)/(?P<total>\d+) episodes \(\d+%\), [\d.,]+ ep/s, [\d,]+ tok/s, "
@@ -37,3 +44,15 @@ def test_gfcr_bench_writes_one_last_line_per_agent_when_the_interval_is_zero(tmp
         ("gfcr/Math-v0 · scripted:oracle (agent 1 of 2)", "5", "100.0%"),
         ("gfcr/Math-v0 · scripted:random (agent 2 of 2)", "5", "0.0%"),
     ], result.stderr
+
+
+def test_in_a_terminal_the_live_bar_shows_done_of_total_and_eta_and_no_plain_lines():
+    out = io.StringIO()
+    terminal = Console(file=out, force_terminal=True, width=200)
+    with RunProgress("demo", 3, terminal, interval_s=0.01) as progress:
+        progress.advance(Trajectory("e", "t", ""), resumed=True)  # found in an earlier run's output
+        time.sleep(0.2)  # rich redraws 10 times a second
+        progress.advance(Trajectory("e", "t", ""))
+        time.sleep(0.2)
+    shown = out.getvalue()
+    assert "2/3" in shown and "ETA" in shown and "success 0.0%" in shown and "gfcr progress" not in shown
