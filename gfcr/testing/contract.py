@@ -14,6 +14,7 @@ gfcr's own tests add hypothesis-generated text through `check_action`.
 
 from __future__ import annotations
 
+import itertools
 import pickle
 import random
 import time
@@ -312,7 +313,8 @@ def check_scripted_agents(
     oracle_at_least: float = 0.95,
     random_at_most: float = 0.2,
 ) -> str:
-    """Where the env has an oracle: it scores >= `oracle_at_least`, random junk <= `random_at_most`."""
+    """Where the env has an oracle: it scores >= `oracle_at_least`, random junk <= `random_at_most`,
+    over `episodes` distinct tasks (of a seeded order)."""
     env = gym.make(env_id, **(kwargs or {}))
     try:
         task = env.reset(seed=0)[1]["task"]
@@ -321,9 +323,15 @@ def check_scripted_agents(
         except GfcrError as e:
             if "has no oracle" in str(e):
                 raise Skip(str(e)) from e
+            raise
+        tasks = env.unwrapped.tasks  # type: ignore[attr-defined]  # a TextEnv's TaskSource
+        task_ids = list(itertools.islice(tasks.epochs(seed=0), episodes))  # distinct tasks where it can
         means = {}
         for policy in (OraclePolicy(), RandomPolicy(seed=0)):
-            trajectories = [rollout(env, policy, env_id=env_id, seed=s) for s in range(episodes)]
+            trajectories = [
+                rollout(env, policy, env_id=env_id, task_id=task_id, seed=i)
+                for i, task_id in enumerate(task_ids)
+            ]
             if failed := [t.failure for t in trajectories if t.status == "failed"]:
                 raise ContractViolation(f"{policy.name} episodes failed: {failed[0]}")
             for t in trajectories:
