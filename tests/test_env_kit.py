@@ -59,6 +59,10 @@ class UnpicklableEnv(EchoEnv):
         self.lock = threading.Lock()  # e.g. a client or a lock held by the env
 
 
+class NoOracleEnv(EchoEnv):
+    oracle = classmethod(TextEnv.oracle.__func__)  # the base's, which says "has no oracle"
+
+
 class AcceptsJunkEnv(EchoEnv):
     def respond(self, action: Action) -> Outcome:
         return Outcome("ok", 1.0, True, signals={"format_ok": True, "correct": True})
@@ -68,7 +72,14 @@ class AcceptsJunkEnv(EchoEnv):
 def kit_envs():
     """Registered with Gymnasium alone, while the tests run: outside `gfcr.list_envs()`, so the
     contract tests of every listed env never collect these broken ones."""
-    for cls in (EchoEnv, RaisesOnBrokenToolCallEnv, UndeclaredSignalEnv, UnpicklableEnv, AcceptsJunkEnv):
+    for cls in (
+        EchoEnv,
+        RaisesOnBrokenToolCallEnv,
+        UndeclaredSignalEnv,
+        UnpicklableEnv,
+        AcceptsJunkEnv,
+        NoOracleEnv,
+    ):
         gym.register(f"kit/{cls.__name__}-v0", entry_point=f"{__name__}:{cls.__name__}")
     yield
     for env_id in [env_id for env_id in gym.registry if env_id.startswith("kit/")]:
@@ -169,3 +180,11 @@ def test_gfcr_check_imports_the_module_that_registers_the_env(tmp_path, monkeypa
     assert "mine/Echo-v0 passes the env contract" in result.output
     result = runner.invoke(app, ["check", "mine/Echo-v0", "--import", "no_such_module_here"])
     assert result.exit_code == 2 and "--import no_such_module_here: No module named" in result.output
+
+
+def test_an_env_without_an_oracle_skips_that_check_and_passes():
+    result = check("kit/NoOracleEnv-v0", "--json")
+    assert result.exit_code == 0, result.output
+    statuses = {c["name"]: (c["status"], c["detail"]) for c in json.loads(result.output)["checks"]}
+    assert statuses["oracle and random agents"][0] == "skipped"
+    assert "has no oracle" in statuses["oracle and random agents"][1]
