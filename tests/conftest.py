@@ -45,6 +45,25 @@ def _descends(pid: int, table: dict[int, tuple[int, int]]) -> bool:
 
 
 @pytest.fixture
+def installed_distribution(tmp_path):
+    """Lays out an installed distribution under tmp_path, as pip would: `install(name, entry_points,
+    files)` writes the package's files (relative path -> text) and `NAME-1.0.dist-info` with that
+    entry_points.txt text; a subprocess with tmp_path on sys.path then sees its entry points."""
+
+    def install(name: str, entry_points: str, files: dict[str, str]) -> Path:
+        for relative, text in files.items():
+            (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / relative).write_text(text)
+        dist_info = tmp_path / f"{name.replace('-', '_')}-1.0.dist-info"
+        dist_info.mkdir()
+        (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        (dist_info / "entry_points.txt").write_text(entry_points)
+        return tmp_path
+
+    return install
+
+
+@pytest.fixture
 def job_processes():
     """A function listing the host pids of this test process's sandbox jobs."""
     return job_pids

@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import gymnasium as gym
+import pytest
 from gymnasium.utils.env_checker import check_env
 
 import gfcr
@@ -22,6 +23,16 @@ def example_code() -> str:
     return re.search(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL).group(1)
 
 
+@pytest.fixture
+def forget_reverse_env():
+    """Unregister the example's gfcr/Reverse-v0 afterwards: re-registering an id is a no-op, so the
+    docs test (tests/test_docs.py) would otherwise get this test's class instead of its own."""
+    yield
+    gym.registry.pop("gfcr/Reverse-v0", None)
+    gfcr.registry._registered.discard("gfcr/Reverse-v0")
+
+
+@pytest.mark.usefixtures("forget_reverse_env")
 def test_the_example_is_about_thirty_lines_and_runs():
     namespace: dict = {}
     exec(compile(example_code(), str(DOC), "exec"), namespace)  # its own asserts check the episode
@@ -35,17 +46,12 @@ def test_the_example_is_about_thirty_lines_and_runs():
     assert rewards == [1.0, 1.0, 1.0]
 
 
-def test_entry_point_plugins_are_registered_on_import(tmp_path):
+def test_entry_point_plugins_are_registered_on_import(tmp_path, installed_distribution):
     """A real installed distribution with a `gfcr.envs` entry point, seen by `import gfcr`."""
-    package = tmp_path / "acme_envs"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "reverse.py").write_text(example_code().split("gfcr.register_env")[0])
-    dist_info = tmp_path / "acme_envs-1.0.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-envs\nVersion: 1.0\n")
-    (dist_info / "entry_points.txt").write_text(
-        '[gfcr.envs]\nacme/Reverse-v0 = acme_envs.reverse:ReverseEnv\nacme/Broken-v0 = no_such_module:Env\n'
+    installed_distribution(
+        "acme-envs",
+        "[gfcr.envs]\nacme/Reverse-v0 = acme_envs.reverse:ReverseEnv\nacme/Broken-v0 = no_such_module:Env\n",
+        {"acme_envs/__init__.py": "", "acme_envs/reverse.py": example_code().split("gfcr.register_env")[0]},
     )
     script = textwrap.dedent(f"""
         import sys; sys.path.insert(0, {str(tmp_path)!r})

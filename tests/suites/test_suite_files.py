@@ -108,18 +108,15 @@ def test_a_missing_suite_file_is_a_clear_error(tmp_path):
         load_suite(tmp_path / "nope.toml")
 
 
-def test_a_plugin_suite_is_found_through_its_entry_point(tmp_path, suite_file):
+def test_a_plugin_suite_is_found_through_its_entry_point(tmp_path, suite_file, installed_distribution):
     """A real installed distribution with a `gfcr.suites` entry point (a factory loading a TOML file)."""
-    package = tmp_path / "acme_suites"
-    package.mkdir()
-    (package / "__init__.py").write_text(
-        f"from gfcr.suites import load_suite\n\ndef aime():\n    return load_suite({str(suite_file)!r})\n"
-    )
-    dist_info = tmp_path / "acme_suites-1.0.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-suites\nVersion: 1.0\n")
-    (dist_info / "entry_points.txt").write_text(
-        "[gfcr.suites]\nacme-aime = acme_suites:aime\nacme-broken = no_such_module:suite\n"
+    installed_distribution(
+        "acme-suites",
+        "[gfcr.suites]\nacme-aime = acme_suites:aime\nacme-broken = no_such_module:suite\n",
+        {
+            "acme_suites/__init__.py": "from gfcr.suites import load_suite\n\n"
+            f"def aime():\n    return load_suite({str(suite_file)!r})\n"
+        },
     )
     script = textwrap.dedent(f"""
         import sys; sys.path.insert(0, {str(tmp_path)!r})
@@ -134,20 +131,16 @@ def test_a_plugin_suite_is_found_through_its_entry_point(tmp_path, suite_file):
     assert "skipping suite acme-broken" in result.stderr
 
 
-def test_an_env_plugin_carries_registration_keywords(tmp_path):
+def test_an_env_plugin_carries_registration_keywords(tmp_path, installed_distribution):
     """`gfcr.env_registrations`: defaults and max_episode_steps from an installed plugin's mapping."""
-    package = tmp_path / "acme_regs"
-    package.mkdir()
-    (package / "__init__.py").write_text(
-        'AIME = {"entry_point": "gfcr.envs.math.env:MathEnv", "kwargs": {"split": "AIME2024"},\n'
-        '        "max_episode_steps": 1}\n'
-        'TYPO = {"entry_point": "gfcr.envs.math.env:MathEnv", "max_episode_step": 1}\n'
-    )
-    dist_info = tmp_path / "acme_regs-1.0.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-regs\nVersion: 1.0\n")
-    (dist_info / "entry_points.txt").write_text(
-        "[gfcr.env_registrations]\nacme/Aime-v0 = acme_regs:AIME\nacme/Typo-v0 = acme_regs:TYPO\n"
+    installed_distribution(
+        "acme-regs",
+        "[gfcr.env_registrations]\nacme/Aime-v0 = acme_regs:AIME\nacme/Typo-v0 = acme_regs:TYPO\n",
+        {
+            "acme_regs/__init__.py": 'AIME = {"entry_point": "gfcr.envs.math.env:MathEnv", "kwargs": {"split": "AIME2024"},\n'
+            '        "max_episode_steps": 1}\n'
+            'TYPO = {"entry_point": "gfcr.envs.math.env:MathEnv", "max_episode_step": 1}\n'
+        },
     )
     script = textwrap.dedent(f"""
         import sys; sys.path.insert(0, {str(tmp_path)!r})

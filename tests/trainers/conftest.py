@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 torch = pytest.importorskip("torch", reason="the hf extra is not installed: pip install -e '.[hf,train]'")
@@ -57,3 +59,32 @@ def make_config(tiny_model, tmp_path, parity_env):
         return TrainConfig.from_dict(data)
 
     return make
+
+
+@pytest.fixture
+def train_toml(tiny_model, tmp_path):
+    """`train_toml(steps)`: a small `gfcr train` config file on gfcr/ToolUse-v0 with the tiny model,
+    training into tmp_path/run; returns its path."""
+
+    def write(steps: int) -> Path:
+        config = tmp_path / "c.toml"
+        config.write_text(
+            f"""steps = {steps}
+out_dir = "{tmp_path / "run"}"
+[model]
+path = "{tiny_model}"
+[env]
+id = "gfcr/ToolUse-v0"
+num_tasks = 8
+[rollout]
+prompts_per_step = 2
+group_size = 2
+max_tokens = 6
+[log]
+tensorboard = false
+progress = false
+"""
+        )
+        return config
+
+    return write

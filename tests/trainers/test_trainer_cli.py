@@ -9,25 +9,8 @@ from typer.testing import CliRunner
 from gfcr.apps.cli import app
 
 
-def test_train_command_runs_and_resumes(tiny_model, tmp_path):
-    config = tmp_path / "c.toml"
-    config.write_text(
-        f"""steps = 1
-out_dir = "{tmp_path / "run"}"
-[model]
-path = "{tiny_model}"
-[env]
-id = "gfcr/ToolUse-v0"
-num_tasks = 8
-[rollout]
-prompts_per_step = 2
-group_size = 2
-max_tokens = 6
-[log]
-tensorboard = false
-progress = false
-"""
-    )
+def test_train_command_runs_and_resumes(train_toml, tmp_path):
+    config = train_toml(steps=1)
     result = CliRunner().invoke(app, ["train", str(config)])
     assert result.exit_code == 0, result.output
     assert "trained to step 1" in result.output

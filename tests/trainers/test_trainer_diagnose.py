@@ -54,25 +54,8 @@ def test_indicators_are_logged_every_step(make_config):
     assert "buffer" in found.pathology("stale_replay").evidence  # replay.db read back
 
 
-def test_gfcr_train_writes_the_criteria_report(tiny_model, tmp_path):
-    config = tmp_path / "c.toml"
-    config.write_text(
-        f"""steps = 2
-out_dir = "{tmp_path / "run"}"
-[model]
-path = "{tiny_model}"
-[env]
-id = "gfcr/ToolUse-v0"
-num_tasks = 8
-[rollout]
-prompts_per_step = 2
-group_size = 2
-max_tokens = 6
-[log]
-tensorboard = false
-progress = false
-"""
-    )
+def test_gfcr_train_writes_the_criteria_report(train_toml, tmp_path):
+    config = train_toml(steps=2)
     result = CliRunner().invoke(app, ["train", str(config)], terminal_width=200)
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "run" / "criteria.json").read_text())
