@@ -5,6 +5,8 @@ gfcr check gfcr/Math-v0
 gfcr new-env letter-count
 gfcr run gfcr/Math-v0 --agent scripted:oracle -n 100 --out t.jsonl
 gfcr bench smoke --agent scripted:oracle --agent scripted:random -k 4 --report reports/smoke
+gfcr compare reports/smoke
+gfcr diagnose reports/smoke --html reports/smoke-diagnosis
 gfcr tiny-model runs/tiny-model
 gfcr pretrained smollm2-135m runs/smollm2
 gfcr train examples/tooluse_tiny_cpu.toml
@@ -348,52 +350,13 @@ def compare(
     if as_json:
         typer.echo(json.dumps(to_json(result), indent=2))
         return
-    console.print(*_compare_tables(result, show))
+    from gfcr.apps.bench.compare_view import compare_tables
+
+    console.print(*compare_tables(result, show))
     if not result["same_suite"]:
         console.print("[yellow]the runs come from suites with different fingerprints[/yellow]")
     if index is not None:
         console.print(f"comparison: {index}", soft_wrap=True)
-
-
-def _compare_tables(result: dict[str, Any], show: int) -> list[Table]:
-    """The leaderboard, then each comparison with its per-env rows and its most different tasks."""
-    board = Table(title="leaderboard", title_justify="left", box=box.SIMPLE_HEAD)
-    for column in ("#", "run", "episodes", "tasks", "pass@1", "reward", "failed", "tok/ep", "policy s/ep"):
-        board.add_column(column, justify="left" if column == "run" else "right", overflow="fold")
-    for rank, row in enumerate(result["leaderboard"], 1):
-        board.add_row(str(rank), row["run"], str(row["episodes"]), str(row["tasks"]),
-                      f"{row['pass_at_1']:.3f}", f"{row['mean_reward']:.3f}", str(row["failed"]),
-                      f"{row['mean_tokens_out']:.0f}", f"{row['policy_s_per_episode']:.3f}")  # fmt: skip
-    tables = [board]
-    for c in result["comparisons"]:
-        verdict = "significant" if c.significant else "not significant"
-        title = (
-            f"{c.b} vs {c.a}: pass@1 {c.pass_at_1_b:.3f} vs {c.pass_at_1_a:.3f}, "
-            f"difference {c.difference:+.3f} "
-            f"(95% CI [{c.ci95[0]:+.3f}, {c.ci95[1]:+.3f}]), McNemar p = {c.p_value:.4g}, {verdict}; "
-            f"{c.paired_episodes} paired episodes over {c.paired_tasks} tasks"
-            + (f", {c.left_out_failed} left out (failed)" if c.left_out_failed else "")
-            + (f"; unpaired: {c.unpaired[0]} of {c.a}, {c.unpaired[1]} of {c.b}" if any(c.unpaired) else "")
-        )
-        envs = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
-        for column in ("env configuration", "tasks", f"pass@1 {c.a}", f"pass@1 {c.b}", "difference", "p"):
-            envs.add_column(
-                column, justify="left" if column == "env configuration" else "right", overflow="fold"
-            )
-        for label, e in c.by_env.items():
-            envs.add_row(label, str(e["tasks"]), f"{e['pass_at_1_a']:.3f}", f"{e['pass_at_1_b']:.3f}",
-                         f"{e['difference']:+.3f}", f"{e['p_value']:.4g}")  # fmt: skip
-        tables.append(envs)
-        if c.tasks and show:
-            tasks = Table(
-                title=f"tasks that differ ({len(c.tasks)})", title_justify="left", box=box.SIMPLE_HEAD
-            )
-            for column in ("env configuration", "task", f"{c.a} solved", f"{c.b} solved"):
-                tasks.add_column(column, overflow="fold")
-            for d in c.tasks[:show]:
-                tasks.add_row(d.label, d.task_id, f"{d.solved_a}/{d.samples}", f"{d.solved_b}/{d.samples}")
-            tables.append(tasks)
-    return tables
 
 
 @app.command("tiny-model")

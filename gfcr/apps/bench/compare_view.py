@@ -1,6 +1,7 @@
 # ruff: noqa: E501  (HTML template lines)
-"""The HTML view of `gfcr compare`: leaderboard, comparisons, per-env breakdown, and each differing
-task's paired trajectories side by side (the bench report's style and turn layout).
+"""The views of `gfcr compare`: the terminal's tables, and the HTML view — leaderboard, comparisons,
+per-env breakdown, and each differing task's paired trajectories side by side (the bench report's
+style and turn layout).
 
 DIR/index.html         leaderboard, each run against the baseline, per env, tasks that differ
 DIR/compare.json       the same as `gfcr compare --json`
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment
+from rich import box
+from rich.table import Table
 
 from gfcr.apps.bench import templates
 from gfcr.apps.bench.metrics import outcome
@@ -137,3 +140,44 @@ def _pair_context(a: Run, b: Run, difference: Any) -> dict[str, Any]:
         "prompt": _prompt(first),
         "samples": samples,
     }
+
+
+def compare_tables(result: dict[str, Any], show: int) -> list[Table]:
+    """The leaderboard, then each comparison with its per-env rows and its most different tasks."""
+    board = Table(title="leaderboard", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("#", "run", "episodes", "tasks", "pass@1", "reward", "failed", "tok/ep", "policy s/ep"):
+        board.add_column(column, justify="left" if column == "run" else "right", overflow="fold")
+    for rank, row in enumerate(result["leaderboard"], 1):
+        board.add_row(str(rank), row["run"], str(row["episodes"]), str(row["tasks"]),
+                      f"{row['pass_at_1']:.3f}", f"{row['mean_reward']:.3f}", str(row["failed"]),
+                      f"{row['mean_tokens_out']:.0f}", f"{row['policy_s_per_episode']:.3f}")  # fmt: skip
+    tables = [board]
+    for c in result["comparisons"]:
+        verdict = "significant" if c.significant else "not significant"
+        title = (
+            f"{c.b} vs {c.a}: pass@1 {c.pass_at_1_b:.3f} vs {c.pass_at_1_a:.3f}, "
+            f"difference {c.difference:+.3f} "
+            f"(95% CI [{c.ci95[0]:+.3f}, {c.ci95[1]:+.3f}]), McNemar p = {c.p_value:.4g}, {verdict}; "
+            f"{c.paired_episodes} paired episodes over {c.paired_tasks} tasks"
+            + (f", {c.left_out_failed} left out (failed)" if c.left_out_failed else "")
+            + (f"; unpaired: {c.unpaired[0]} of {c.a}, {c.unpaired[1]} of {c.b}" if any(c.unpaired) else "")
+        )
+        envs = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+        for column in ("env configuration", "tasks", f"pass@1 {c.a}", f"pass@1 {c.b}", "difference", "p"):
+            envs.add_column(
+                column, justify="left" if column == "env configuration" else "right", overflow="fold"
+            )
+        for label, e in c.by_env.items():
+            envs.add_row(label, str(e["tasks"]), f"{e['pass_at_1_a']:.3f}", f"{e['pass_at_1_b']:.3f}",
+                         f"{e['difference']:+.3f}", f"{e['p_value']:.4g}")  # fmt: skip
+        tables.append(envs)
+        if c.tasks and show:
+            tasks = Table(
+                title=f"tasks that differ ({len(c.tasks)})", title_justify="left", box=box.SIMPLE_HEAD
+            )
+            for column in ("env configuration", "task", f"{c.a} solved", f"{c.b} solved"):
+                tasks.add_column(column, overflow="fold")
+            for d in c.tasks[:show]:
+                tasks.add_row(d.label, d.task_id, f"{d.solved_a}/{d.samples}", f"{d.solved_b}/{d.samples}")
+            tables.append(tasks)
+    return tables
