@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import time
 from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from functools import cache
@@ -46,9 +47,13 @@ class Episode:
         *,
         seed: int | None = None,
         trajectory_id: str | None = None,
+        started: float | None = None,
     ) -> None:
         obs, info = reset
         self.policy = policy
+        # when the episode began (time.perf_counter, before its reset): its wall time runs from here,
+        # and a branch (a copy) keeps it, as it keeps the policy and env seconds of its prefix
+        self.started = time.perf_counter() if started is None else started
         self.task = info["task"]
         self.tools: tuple[dict[str, Any], ...] = tuple(info["tools"])
         self.messages: list[Message] = list(info["messages"])
@@ -113,6 +118,11 @@ class Episode:
         )
         self.done = terminated or truncated
         self._record_tokens(completion, info["messages"])
+
+    def finish(self) -> Trajectory:
+        """The trajectory, its wall-clock seconds (`cost.wall_s`) set from `started` to now."""
+        self.trajectory.cost.wall_s = time.perf_counter() - self.started
+        return self.trajectory
 
     def truncate(self) -> None:
         """End the episode at its last step (a runner limit or the controller stopped it)."""

@@ -40,7 +40,11 @@ def rollout(
     check_policy(policy)
     started = time.perf_counter()
     episode = Episode(
-        policy, env_id, env.reset(seed=seed, options={"task_id": task_id} if task_id else None), seed=seed
+        policy,
+        env_id,
+        env.reset(seed=seed, options={"task_id": task_id} if task_id else None),
+        seed=seed,
+        started=started,
     )
     episode.trajectory.cost.env_s += time.perf_counter() - started
     sampling = sampling or SamplingParams(seed=seed)
@@ -60,4 +64,4 @@ def rollout(
         obs, reward, terminated, truncated, info = env.step(episode.action(completion))
         result = (str(obs), float(reward), terminated, truncated, info)
         episode.record(completion, result, policy_s=policy_s, env_s=time.perf_counter() - started)
-    return episode.trajectory
+    return episode.finish()

@@ -350,8 +350,9 @@ class _Run:
             )
         ]
         error: EpisodeError | None = None
+        started = time.perf_counter()
         try:
-            await self._episode(work, holder)
+            await self._episode(work, holder, started)
         except TimeoutError:
             error = EpisodeError("episode timeout", f"over {self.config.episode_timeout_s} s of wall time")
         except EpisodeError as e:
@@ -361,19 +362,30 @@ class _Run:
             self.batcher.poke()
         if error is not None:
             holder[0].status, holder[0].failure = "failed", str(error)
+        begun = work.prefix.started if work.prefix is not None else started  # a branch: its prefix too
+        holder[0].cost.wall_s = time.perf_counter() - begun
         return holder[0], error
 
-    async def _episode(self, work: _Work, holder: list[Trajectory]) -> None:
-        """Reset (ahead of time, if prefetched), take a slot, then play the episode to its end."""
+    async def _episode(self, work: _Work, holder: list[Trajectory], started: float) -> None:
+        """Reset (ahead of time, if prefetched), take a slot, then play the episode to its end.
+
+        The reset (and a branch's replay of its prefix) counts as env seconds, as in `rollout`.
+        """
         spec = work.spec
         try:
             reset = await self.pool.reset(work.id, spec.env, spec.task_id, spec.seed)
             episode = work.prefix or Episode(
-                self.runner.policy, spec.env.env_id, reset, seed=spec.seed, trajectory_id=work.id
+                self.runner.policy,
+                spec.env.env_id,
+                reset,
+                seed=spec.seed,
+                trajectory_id=work.id,
+                started=started,
             )
             holder[0] = episode.trajectory
             for action in episode.actions:  # a branch: bring the fresh env to the prefix's state
                 await self.pool.step(work.id, action)
+            episode.trajectory.cost.env_s += time.perf_counter() - started
         finally:
             self.starting -= 1
         self.ready_for_slot += 1

@@ -289,6 +289,17 @@ def diagnose(
     repeats: Annotated[
         int, typer.Option(min=1, help="Verdicts per episode when re-judging (flakiness).")
     ] = 2,
+    calibrate: Annotated[
+        bool,
+        typer.Option(
+            "--calibrate",
+            help="Judge each task's gold (scripted:oracle) and a junk answer (scripted:random) with "
+            "its env's verifier: false negatives and false positives.",
+        ),
+    ] = False,
+    calibrate_tasks: Annotated[
+        int, typer.Option(min=1, help="Tasks per env played when calibrating (the first distinct ones).")
+    ] = 20,
     env_arg: EnvArgs = None,
     fail_on: Annotated[
         str | None, typer.Option(help="Exit 1 if a pathology is at least this severe: low | medium | high.")
@@ -305,7 +316,11 @@ def diagnose(
         if fail_on is not None and fail_on not in ("low", "medium", "high"):
             raise ConfigError(f"--fail-on must be low, medium or high, got {fail_on!r}")
         data = load_run(runs, _parse_env_args(env_arg or []))
-        result = run_diagnose(data, reverify_repeats=repeats if reverify else 0)
+        result = run_diagnose(
+            data,
+            reverify_repeats=repeats if reverify else 0,
+            calibrate_tasks=calibrate_tasks if calibrate else 0,
+        )
         index = write_html(result, html) if html is not None else None
     except GfcrError as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")

@@ -64,12 +64,18 @@ class TokenData:
 
 @dataclass
 class Cost:
-    """What an episode cost: tokens in and out, seconds in the policy and in the env."""
+    """What an episode cost: tokens in and out, seconds in the policy and in the env.
+
+    `wall_s` is the episode's wall-clock seconds from its reset to its end: beside `policy_s` and
+    `env_s` it shows the time spent waiting (for a runner slot, a worker); None where the writer
+    did not record it (trajectories from before it existed).
+    """
 
     tokens_in: int = 0
     tokens_out: int = 0
     policy_s: float = 0.0
     env_s: float = 0.0
+    wall_s: float | None = None
 
 
 @dataclass

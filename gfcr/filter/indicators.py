@@ -40,6 +40,7 @@ THRESHOLDS: dict[str, tuple[float, float, float]] = {
     "wasted_token_share": (0.2, 0.4, 0.7),  # tokens spent on groups with no reward spread
     "failed_share": (0.01, 0.05, 0.2),  # infrastructure failures
     "straggler_ratio": (5.0, 10.0, 30.0),  # slowest episode's seconds over the median's
+    "idle_share": (0.25, 0.5, 0.75),  # of episodes' wall time: neither in the policy nor the env
     "replay_lag": (2.0, 4.0, 8.0),  # mean policy-version lag of replayed samples
 }
 

@@ -3,9 +3,10 @@
 Modules, one idea each: `data` (what is read: trajectory files, bench reports, training
 out_dirs), `base` (a finding and its severity), `groups` (zero-variance groups, wasted compute),
 `signals` (reward hacking, noisy signals), `length` (length inflation), `staleness` (stale
-replay), `reverify` (re-judging with the env's verifier), `criteria` (reliability, coverage,
-cost), `card` (the reproducibility card, `comparable`), `diagnose` (all of it), `render`
-(terminal, JSON and HTML). See docs/diagnose.md.
+replay), `reverify` (re-judging with the env's verifier), `calibrate` (that verifier on each
+task's gold and on junk), `criteria` (reliability, coverage, cost), `card` (the reproducibility
+card, `comparable`), `diagnose` (all of it), `render` (terminal, JSON and HTML). See
+docs/diagnose.md.
 """
 
 from gfcr.apps.diagnose.base import PATHOLOGIES, SEVERITIES, Pathology

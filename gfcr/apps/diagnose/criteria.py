@@ -15,25 +15,42 @@ import numpy as np
 
 from gfcr.apps.bench.metrics import pass_at_k
 from gfcr.apps.diagnose.base import share
+from gfcr.apps.diagnose.calibrate import Calibration
 from gfcr.apps.diagnose.data import RunData
 from gfcr.apps.diagnose.reverify import Reverification
-from gfcr.apps.diagnose.signals import agreement
+from gfcr.apps.diagnose.signals import NOT_CALIBRATED, agreement
 from gfcr.core import Trajectory
 from gfcr.filter.indicators import SUCCESS_REWARD, episode_length, zero_variance
 
 NOT_REJUDGED = "not measurable from this input: no episode was re-judged (pass --reverify)"
+NO_TASKS = "not measurable from this input: per-step metrics keep no task ids to calibrate on"
 
 
-def criteria(data: RunData, reverified: Reverification | None = None) -> dict[str, Any]:
+def criteria(
+    data: RunData, reverified: Reverification | None = None, calibration: Calibration | None = None
+) -> dict[str, Any]:
     """{"reliability": …, "coverage": …, "cost": …} of `data` (see the module)."""
     if data.trajectories:
-        return _from_trajectories(data, reverified)
+        found = _from_trajectories(data, reverified)
+        # the verifier's calibration is the env's, shared by every run over it
+        summary = calibration.to_dict() if calibration is not None else {}
+        found["reliability"] |= {
+            key: NOT_CALIBRATED
+            if calibration is None
+            else summary[key]
+            if summary[judged]
+            else (f"not measurable from this input: nothing could be played ({summary['skipped']})")
+            for key, judged in (("gold_acceptance", "gold_judged"), ("junk_rejection", "junk_judged"))
+        }
+        return found
     if data.metrics:
         return _from_metrics(data)
     return {"note": "not measurable from this input: no trajectories and no training metrics"}
 
 
-def criteria_by_run(data: RunData, reverified: Reverification | None = None) -> dict[str, dict[str, Any]]:
+def criteria_by_run(
+    data: RunData, reverified: Reverification | None = None, calibration: Calibration | None = None
+) -> dict[str, dict[str, Any]]:
     """The criteria of each run of `data` alone (each agent of a bench report)."""
     out = {}
     for run, trajectories in data.runs.items():
@@ -44,7 +61,7 @@ def criteria_by_run(data: RunData, reverified: Reverification | None = None) -> 
         alone = RunData(
             runs={run: trajectories}, bench_results=data.bench_results, env_kwargs=data.env_kwargs
         )
-        out[run] = criteria(alone, mine)
+        out[run] = criteria(alone, mine, calibration)
     return out
 
 
@@ -151,6 +168,8 @@ def _from_metrics(data: RunData) -> dict[str, Any]:
             "failure_share": share(failed, episodes),
             "verifier_agreement": NOT_REJUDGED,
             "flake_rate": NOT_REJUDGED,
+            "gold_acceptance": NO_TASKS,
+            "junk_rejection": NO_TASKS,
         },
         "coverage": {
             "steps": len(rl),

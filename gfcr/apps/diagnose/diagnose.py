@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gfcr.apps.diagnose.base import Pathology
+from gfcr.apps.diagnose.calibrate import Calibration, calibrate
 from gfcr.apps.diagnose.card import card
 from gfcr.apps.diagnose.criteria import criteria, criteria_by_run
 from gfcr.apps.diagnose.data import RunData, load_run
@@ -48,22 +49,33 @@ class Diagnosis:
         return {"pathologies": [p.to_dict() for p in self.pathologies], "criteria": self.criteria}
 
 
-def diagnose(data: RunData, *, reverify_repeats: int = 0, suite_fingerprint: str | None = None) -> Diagnosis:
+def diagnose(
+    data: RunData,
+    *,
+    reverify_repeats: int = 0,
+    calibrate_tasks: int = 0,
+    suite_fingerprint: str | None = None,
+) -> Diagnosis:
     """Grade every pathology of `data`; with `reverify_repeats` > 0 every finished episode is first
-    re-judged that many times by its env's verifier (a second verifier over the same work)."""
+    re-judged that many times by its env's verifier (a second verifier over the same work); with
+    `calibrate_tasks` > 0 that verifier judges the gold and a junk episode of up to that many
+    tasks per env (`calibrate`)."""
     rejudged: Reverification | None = None
+    calibrated: Calibration | None = None
     if reverify_repeats > 0 and data.trajectories:
         rejudged = reverify(data.runs, repeats=reverify_repeats, env_kwargs=data.env_kwargs)
+    if calibrate_tasks > 0 and data.trajectories:
+        calibrated = calibrate(data.runs, max_tasks=calibrate_tasks, env_kwargs=data.env_kwargs)
     pathologies = [
         zero_variance_groups(data),
         reward_hacking(data, rejudged),
         length_inflation(data),
-        noisy_signals(data, rejudged),
+        noisy_signals(data, rejudged, calibrated),
         wasted_compute(data),
         stale_replay(data),
     ]
-    report = criteria(data, rejudged)
+    report = criteria(data, rejudged, calibrated)
     if len(data.runs) > 1:  # several agents or files: each alone too, since pooled scores mix them
-        report["by_run"] = criteria_by_run(data, rejudged)
+        report["by_run"] = criteria_by_run(data, rejudged, calibrated)
     report["card"] = card(data, suite_fingerprint=suite_fingerprint)
     return Diagnosis(pathologies, report, data.sources)

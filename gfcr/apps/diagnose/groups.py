@@ -16,6 +16,7 @@ from gfcr.filter.indicators import SUCCESS_REWARD, episode_length, severity, zer
 
 EXAMPLES = 5  # example trajectory ids / prompts listed per finding
 MIN_EPISODES, MIN_TAIL_S = 20, 1.0  # stragglers are measured over this many episodes, this slow
+MIN_IDLE_S = 1.0  # idle time under this many seconds in all is bookkeeping, not worth a lever
 
 
 def flat_groups(data: RunData) -> tuple[dict[GroupKey, list[Trajectory]], dict[GroupKey, list[Trajectory]]]:
@@ -172,6 +173,7 @@ def wasted_compute(data: RunData) -> Pathology:
     ratio = straggler_ratio(seconds)
     wasted_share = wasted / tokens if tokens and groups else 0.0
     failed_share = len(failed) / len(everything)
+    idle, idle_share = idle_time(everything)
     evidence: dict[str, Any] = {
         "episodes": len(everything),
         "tokens": tokens,
@@ -184,8 +186,10 @@ def wasted_compute(data: RunData) -> Pathology:
         "failure_reasons": _reasons(failed),
         "straggler_ratio": round(ratio, 2),  # p95 / median seconds
         "slowest": [t.id for t in sorted(everything, key=_seconds, reverse=True)[:EXAMPLES]],
-        "idle_time": "not measurable from this input: trajectories record busy seconds, not the timeline",
-        "thresholds": {k: thresholds(k) for k in ("wasted_token_share", "failed_share", "straggler_ratio")},
+        "idle_time": idle,
+        "thresholds": {
+            k: thresholds(k) for k in ("wasted_token_share", "failed_share", "straggler_ratio", "idle_share")
+        },
     }
     if not groups:
         evidence["wasted_token_share"] = "not measurable from this input: no prompt has two or more samples"
@@ -195,10 +199,52 @@ def wasted_compute(data: RunData) -> Pathology:
         severity("wasted_token_share", wasted_share),
         severity("failed_share", failed_share),
         severity("straggler_ratio", ratio),
+        severity("idle_share", idle_share),
     )
-    return Pathology(
-        name, found, evidence, _wasted_levers(wasted_share, failed_share, ratio) if found != "none" else []
-    )
+    levers = _wasted_levers(wasted_share, failed_share, ratio) + _idle_levers(idle_share)
+    return Pathology(name, found, evidence, levers if found != "none" else [])
+
+
+def idle_time(trajectories: Sequence[Trajectory]) -> tuple[dict[str, Any] | str, float]:
+    """(evidence, share graded) of the episodes' wall time spent neither in the policy nor the env:
+    waiting for a runner slot (`concurrency`). The share is 0.0 under `MIN_IDLE_S` idle seconds.
+
+    Only finished episodes that record their wall time (`cost.wall_s`) count (a failed one's hung
+    call is in no busy seconds; failures are their own finding); without any it is not measurable.
+    """
+    timed = [t for t in trajectories if t.status == "ok" and t.cost.wall_s is not None]
+    if not timed:
+        return "not measurable from this input: no trajectory records its wall time (`cost.wall_s`)", 0.0
+    idle = {t.id: _idle(t) for t in timed}
+    wall, waited = sum(t.cost.wall_s or 0.0 for t in timed), sum(idle.values())
+    worst_first = sorted(timed, key=lambda t: idle[t.id], reverse=True)[:EXAMPLES]
+    evidence = {
+        "episodes_timed": len(timed),
+        "wall_seconds": round(wall, 3),
+        "idle_seconds": round(waited, 3),
+        "idle_share": share(waited, wall),
+        "worst": [
+            {"id": t.id, "wall_s": round(t.cost.wall_s or 0.0, 4), "idle_s": round(idle[t.id], 4)}
+            for t in worst_first
+        ],
+    }
+    return evidence, (waited / wall if wall and waited >= MIN_IDLE_S else 0.0)
+
+
+def _idle(t: Trajectory) -> float:
+    """Wall seconds neither in the policy nor the env (clock jitter can make it a hair negative)."""
+    return max(0.0, (t.cost.wall_s or 0.0) - t.cost.policy_s - t.cost.env_s)
+
+
+def _idle_levers(idle_share: float) -> list[str]:
+    if severity("idle_share", idle_share) == "none":
+        return []
+    return [
+        f"raise `[rollout] concurrency` (`--concurrency` on gfcr run): episodes spent {idle_share:.0%} "
+        "of their wall time waiting for a slot, neither in the policy nor the env",
+        'for a CPU-heavy env or verifier (Code-v0, SQL-v0), set `[rollout] env_workers = "process"` '
+        "(`--env-workers process`): in threads it holds the GIL and slows the loop every episode waits on",
+    ]
 
 
 def straggler_ratio(seconds: np.ndarray) -> float:

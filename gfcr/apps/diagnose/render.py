@@ -65,6 +65,7 @@ def headline(p: Pathology) -> str:
         ),
         "noisy_signals": lambda: (
             (f"{e['flaky']}/{e['rejudged']} flaky on re-judging; " if "rejudged" in e else "")
+            + _calibration_headline(e["gold_calibration"])
             + f"{e['with_reward_spread']}/{e['identical_action_sets']} identical-action sets with "
             "a reward spread"
         ),
@@ -72,6 +73,11 @@ def headline(p: Pathology) -> str:
             f"{_percent(e.get('wasted_token_share'))} of tokens on zero-variance groups; "
             f"{e.get('failed', 0)} failed; "
             f"p95/median seconds {e.get('straggler_ratio', 0)}"
+            + (
+                f"; {e['idle_time']['idle_share']:.0%} of wall time idle"
+                if isinstance(e.get("idle_time"), dict)
+                else ""
+            )
             if "episodes" in e
             else f"mean wasted share {e['trend']['mean']:.0%}"
         ),
@@ -100,6 +106,15 @@ def _hacking_headline(e: dict[str, Any]) -> str:
         if key in e
     ]
     return f"{', '.join(counts)} of {e.get('rewarded', 0)} rewarded"
+
+
+def _calibration_headline(found: Any) -> str:
+    if not isinstance(found, dict) or not found.get("gold_judged"):
+        return ""
+    return (
+        f"gold accepted {found['gold_acceptance']:.0%} of {found['gold_judged']}, junk rejected "
+        f"{found['junk_rejection']:.0%} of {found['junk_judged']}; "
+    )
 
 
 def _percent(value: Any) -> str:

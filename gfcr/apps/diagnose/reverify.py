@@ -57,14 +57,14 @@ def reverify(
             if t.status != "ok" or not t.steps:
                 continue
             if t.env_id not in envs:
-                envs[t.env_id] = _open_all(t.env_id, (env_kwargs or {}).get(t.env_id) or [{}])
-            found = _find_task(envs[t.env_id], t.task_id)
+                envs[t.env_id] = open_verifiers(t.env_id, (env_kwargs or {}).get(t.env_id) or [{}])
+            found = find_task(envs[t.env_id], t.task_id)
             if not envs[t.env_id]:
                 skipped[f"{t.env_id}: no offline verifier"] += 1
             elif found is None:  # a task of other env keywords (give them with --env-arg)
                 skipped[f"{t.env_id}: task not found (pass the run's env keywords with -e)"] += 1
             else:
-                task, verifier = found
+                _, task, verifier = found
                 result.verdicts[(run, t.id)] = [
                     float(verifier.verify(task, t).reward) for _ in range(repeats)
                 ]
@@ -75,16 +75,19 @@ def reverify(
     return result
 
 
-def _find_task(opened: list[tuple[Any, Verifier]], task_id: str) -> tuple[Any, Verifier] | None:
+def find_task(opened: list[tuple[Any, Verifier]], task_id: str) -> tuple[Any, Any, Verifier] | None:
+    """(env, task, verifier) of the first opened env whose tasks hold `task_id`; None if none does."""
     for env, verifier in opened:
         try:
-            return env.unwrapped.tasks.get(task_id), verifier
+            return env, env.unwrapped.tasks.get(task_id), verifier
         except Exception:  # not among this keyword set's tasks: try the next
             continue
     return None
 
 
-def _open_all(env_id: str, kwarg_sets: Sequence[dict[str, Any]]) -> list[tuple[Any, Verifier]]:
+def open_verifiers(env_id: str, kwarg_sets: Sequence[dict[str, Any]]) -> list[tuple[Any, Verifier]]:
+    """(env, verifier) of `env_id` made with each keyword set, those that cannot be made or have
+    no offline verifier left out; the caller closes the envs."""
     opened = [_open(env_id, kwargs) for kwargs in kwarg_sets]
     return [(env, verifier) for env, verifier in opened if verifier is not None]
 

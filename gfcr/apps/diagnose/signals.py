@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import Any
 
 from gfcr.apps.diagnose.base import Pathology, share, thresholds
+from gfcr.apps.diagnose.calibrate import Calibration
 from gfcr.apps.diagnose.data import RunData
 from gfcr.apps.diagnose.groups import EXAMPLES, trend
 from gfcr.apps.diagnose.reverify import Reverification
@@ -16,6 +17,10 @@ from gfcr.filter.indicators import correctness, format_only, rewarded_incorrect,
 # A final answer given on at least this many distinct prompts (and this share of them) is a
 # constant answer, not a solution: legitimate answers repeat on a few prompts, not on a fifth.
 REPEAT_PROMPTS, REPEAT_SHARE = 3, 0.2
+NOT_CALIBRATED = (
+    "not measured: `gfcr diagnose RUN --calibrate` judges each task's gold (scripted:oracle) and "
+    "a junk answer (scripted:random) with the env's verifier"
+)
 
 
 def reward_hacking(data: RunData, reverified: Reverification | None = None) -> Pathology:
@@ -114,14 +119,18 @@ def _hacking_levers(evidence: dict) -> list[str]:
     return levers or ["rewarded-incorrect share is rising over training: inspect the examples"]
 
 
-def noisy_signals(data: RunData, reverified: Reverification | None = None) -> Pathology:
+def noisy_signals(
+    data: RunData, reverified: Reverification | None = None, calibration: Calibration | None = None
+) -> Pathology:
     name = "noisy_signals"
     clusters = _identical_actions(data)
-    if reverified is None and not clusters:
+    calibrated = calibration is not None and calibration.total("gold_judged") > 0
+    if reverified is None and not calibrated and not clusters:
+        why = f" (calibration skipped: {calibration.skipped})" if calibration is not None else ""
         return Pathology.unmeasurable(
             name,
-            "no episode was re-judged (pass --reverify) and no two episodes of a prompt took "
-            "identical actions",
+            "no episode was re-judged (pass --reverify), no verifier calibrated against gold (pass "
+            f"--calibrate){why} and no two episodes of a prompt took identical actions",
         )
     spread = [c for c in clusters if len({t.total_reward for t in c}) > 1]
     evidence: dict[str, Any] = {
@@ -129,7 +138,7 @@ def noisy_signals(data: RunData, reverified: Reverification | None = None) -> Pa
         "with_reward_spread": len(spread),
         "identical_spread_share": share(len(spread), len(clusters)),
         "thresholds": thresholds("flake_share"),
-        "gold_calibration": "not measurable from this input: no judge scores beside gold verdicts",
+        "gold_calibration": NOT_CALIBRATED,
     }
     value = len(spread) / len(clusters) if clusters else 0.0
     examples = [t.id for c in spread[:EXAMPLES] for t in c[:2]]
@@ -147,15 +156,41 @@ def noisy_signals(data: RunData, reverified: Reverification | None = None) -> Pa
         examples += [tid for _, tid in flaky[:EXAMPLES]]
         value = max(value, len(flaky) / judged if judged else 0.0)
     evidence["examples"] = examples
+    levers = []
+    if value > 0:
+        levers += [
+            f"make the verifier deterministic: {value:.0%} of re-judged or identical actions got "
+            "different verdicts; "
+            "fix its seeds, run an LLM judge at temperature 0, raise time limits that verdicts hit "
+            "(e.g. Code-v0 `-e timeout_s=...`)",
+            "raise `[rollout] group_size`: a group's mean averages over label noise",
+        ]
+    if calibration is not None:  # a calibration that judged nothing still says why (its skips)
+        evidence["gold_calibration"] = calibration.to_dict()
+        levers = _calibration_levers(calibration) + levers
+        value = max(value, *calibration.rejection_shares())
     found = severity("flake_share", value)
-    levers = [
-        f"make the verifier deterministic: {value:.0%} of re-judged or identical actions got "
-        "different verdicts; "
-        "fix its seeds, run an LLM judge at temperature 0, raise time limits that verdicts hit "
-        "(e.g. Code-v0 `-e timeout_s=...`)",
-        "raise `[rollout] group_size`: a group's mean averages over label noise",
-    ]
     return Pathology(name, found, evidence, levers if found != "none" else [])
+
+
+def _calibration_levers(calibration: Calibration) -> list[str]:
+    """One lever per env whose verifier rejects gold (false negatives) or accepts junk (false positives)."""
+    levers = []
+    for env_id, found in calibration.envs.items():
+        if found.gold_rejected:
+            levers.append(
+                f"the verifier rejects gold on {len(found.gold_rejected)}/{found.gold_judged} tasks of "
+                f"{env_id} ({', '.join(found.gold_rejected[:EXAMPLES])}): fix the env's answer checking "
+                f"(or its gold data); see `gfcr check {env_id}`"
+            )
+        if found.junk_accepted:
+            levers.append(
+                f"the verifier accepts junk (scripted:random) on {len(found.junk_accepted)}/"
+                f"{found.junk_judged} tasks of {env_id} ({', '.join(found.junk_accepted[:EXAMPLES])}): "
+                f"tighten the env's answer checking, a policy can earn reward without solving; see "
+                f"`gfcr check {env_id}`"
+            )
+    return levers
 
 
 def _identical_actions(data: RunData) -> list[list[Trajectory]]:
