@@ -95,3 +95,24 @@ def test_diagnose_reads_a_bench_report_with_its_env_keywords(tmp_path):
     assert by_run["scripted:oracle"]["coverage"]["pass_at_1"] == 1.0
     assert by_run["scripted:random"]["coverage"]["pass_at_1"] == 0.0
     assert by_run["scripted:random"]["reliability"]["rejudged"] == 6
+
+
+def test_each_episode_is_rejudged_under_the_configuration_it_ran_with(tmp_path):
+    # One task under two configurations that judge differently: multi-turn SQL wants a submit_sql
+    # call, single-turn a SQL block. Judging either with the other's verifier would reject the oracle.
+    suite = tmp_path / "sql.toml"
+    suite.write_text(
+        'name = "sql-modes"\n'
+        '[[entries]]\nenv_id = "gfcr/SQL-v0"\nkwargs = { dataset = "chinook" }\ntasks = ["chinook/001"]\n'
+        '[[entries]]\nenv_id = "gfcr/SQL-v0"\nkwargs = { dataset = "chinook", mode = "single_turn" }\n'
+        'tasks = ["chinook/001"]\n'
+    )
+    report = tmp_path / "r"
+    done = runner.invoke(app, ["bench", str(suite), "-a", "scripted:oracle", "--report", str(report)])
+    assert done.exit_code == 0, done.output
+    reliability = json.loads((report / "results.json").read_text())["criteria"]["agents"]["scripted:oracle"][
+        "reliability"
+    ]
+    assert (reliability["rejudged"], reliability["verifier_agreement"]) == (2, 1.0)
+    rejudged = json.loads(runner.invoke(app, ["diagnose", str(report), "--json", "--reverify"]).output)
+    assert rejudged["criteria"]["reliability"]["verifier_agreement"] == 1.0

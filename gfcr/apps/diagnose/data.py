@@ -51,6 +51,8 @@ class RunData:
     replay: list[StoredSample] | None = None  # None: the input has no replay buffer
     # env id -> the gym.make keyword sets it ran with (a suite may run one env with several)
     env_kwargs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # episode id -> the gym.make keywords it ran with, where the input records them (bench reports)
+    episode_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def trajectories(self) -> list[Trajectory]:
@@ -69,6 +71,15 @@ class RunData:
                 if t.status == "ok":
                     groups.setdefault((run, t.env_id, t.task_id), []).append(t)
         return {key: g for key, g in groups.items() if len(g) >= min_size}
+
+    def add_label(self, label: str, episode: str | None = None) -> None:
+        """Record an env configuration the input ran (a bench's `config_label`), and which episode
+        ran with it when that is known."""
+        env_id, kwargs = parse_label(label)
+        if kwargs not in self.env_kwargs.setdefault(env_id, []):
+            self.env_kwargs[env_id].append(kwargs)
+        if episode is not None:
+            self.episode_kwargs[episode] = kwargs
 
     def steps(self, key: str) -> list[tuple[int, float]]:
         """(step, value) of a metric over the training steps that logged it."""
@@ -115,9 +126,9 @@ def _load_bench(data: RunData, root: Path) -> None:
     data.bench_results = results
     labels = {label for agent in results.get("agents", {}).values() for label in agent.get("entries", {})}
     for label in sorted(labels):
-        env_id, kwargs = parse_label(label)
-        if kwargs not in data.env_kwargs.setdefault(env_id, []):
-            data.env_kwargs[env_id].append(kwargs)
+        data.add_label(label)
+    for episode, label in results.get("labels", {}).items():
+        data.add_label(label, episode)
     for agent, entry in results.get("agents", {}).items():
         path = root / entry.get("trajectories", "")
         if path.is_file():

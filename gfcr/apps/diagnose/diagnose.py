@@ -63,7 +63,12 @@ def diagnose(
     rejudged: Reverification | None = None
     calibrated: Calibration | None = None
     if reverify_repeats > 0 and data.trajectories:
-        rejudged = reverify(data.runs, repeats=reverify_repeats, env_kwargs=data.env_kwargs)
+        rejudged = reverify(
+            data.runs,
+            repeats=reverify_repeats,
+            env_kwargs=data.env_kwargs,
+            episode_kwargs=data.episode_kwargs,
+        )
     if calibrate_tasks > 0 and data.trajectories:
         calibrated = calibrate(data.runs, max_tasks=calibrate_tasks, env_kwargs=data.env_kwargs)
     pathologies = [

@@ -16,6 +16,7 @@ and counted.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -47,19 +48,28 @@ def reverify(
     *,
     repeats: int = 2,
     env_kwargs: Mapping[str, Sequence[dict[str, Any]]] | None = None,
+    episode_kwargs: Mapping[str, dict[str, Any]] | None = None,
 ) -> Reverification:
-    """Judge every finished episode of `runs` `repeats` times with its env's verifier; an env id
-    with several keyword sets (`env_kwargs`) is tried with each until one knows the task."""
+    """Judge every finished episode of `runs` `repeats` times with its env's verifier.
+
+    An episode whose own keywords are known (`episode_kwargs`: episode id -> gym.make keywords, as
+    a bench report records them) is judged by the env made with exactly those: one task id may run
+    under several configurations (SQL multi-turn and single-turn) that judge differently. Other
+    episodes are judged by the first keyword set of their env id (`env_kwargs`) that knows the task.
+    """
     result, skipped = Reverification(repeats=repeats), Counter[str]()
-    envs: dict[str, list[tuple[Any, Verifier]]] = {}
+    envs: dict[tuple[str, str], list[tuple[Any, Verifier]]] = {}
     for run, trajectories in runs.items():
         for t in trajectories:
             if t.status != "ok" or not t.steps:
                 continue
-            if t.env_id not in envs:
-                envs[t.env_id] = open_verifiers(t.env_id, (env_kwargs or {}).get(t.env_id) or [{}])
-            found = find_task(envs[t.env_id], t.task_id)
-            if not envs[t.env_id]:
+            own = (episode_kwargs or {}).get(t.id.split(".")[0])  # a sample's id extends its episode's
+            kwarg_sets = [own] if own is not None else (env_kwargs or {}).get(t.env_id) or [{}]
+            key = (t.env_id, json.dumps(kwarg_sets, sort_keys=True, default=str))
+            if key not in envs:
+                envs[key] = open_verifiers(t.env_id, kwarg_sets)
+            found = find_task(envs[key], t.task_id)
+            if not envs[key]:
                 skipped[f"{t.env_id}: no offline verifier"] += 1
             elif found is None:  # a task of other env keywords (give them with --env-arg)
                 skipped[f"{t.env_id}: task not found (pass the run's env keywords with -e)"] += 1

@@ -11,7 +11,7 @@ from gfcr.apps.bench.bench import BenchResult
 from gfcr.apps.diagnose import templates
 from gfcr.apps.diagnose.card import card
 from gfcr.apps.diagnose.criteria import criteria_by_run
-from gfcr.apps.diagnose.data import RunData, load_run, parse_label
+from gfcr.apps.diagnose.data import RunData, load_run
 from gfcr.apps.diagnose.diagnose import Diagnosis, diagnose
 from gfcr.apps.diagnose.render import _JINJA, write_html
 from gfcr.apps.diagnose.reverify import reverify
@@ -24,12 +24,15 @@ def bench_criteria(bench: BenchResult, *, seed: int = 0, reverify_repeats: int =
     verifier agreement and flake rate.
     """
     data = RunData(runs={r.agent: r.trajectories for r in bench.agents}, bench_results={"seed": seed})
-    for label in sorted(set(bench.labels.values())):
-        env_id, kwargs = parse_label(label)
-        if kwargs not in data.env_kwargs.setdefault(env_id, []):
-            data.env_kwargs[env_id].append(kwargs)
+    for episode, label in bench.labels.items():
+        data.add_label(label, episode)
     rejudged = (
-        reverify(data.runs, repeats=reverify_repeats, env_kwargs=data.env_kwargs)
+        reverify(
+            data.runs,
+            repeats=reverify_repeats,
+            env_kwargs=data.env_kwargs,
+            episode_kwargs=data.episode_kwargs,
+        )
         if reverify_repeats
         else None
     )
