@@ -39,12 +39,16 @@ VARIANTS: dict[str, list[str]] = {  # `gfcr train --set` overrides on top of the
 T_975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}  # Student's t
 
 
+def finished(out: Path) -> bool:
+    """Whether `out` holds a run that spent its budget."""
+    return (out / "metrics.jsonl").exists() and any("run/stopped_for" in m for m in read_metrics(out))
+
+
 def run(
     config: str, variant: str, seed: int, budget: int, out: Path, base: list[str]
 ) -> list[dict[str, Any]]:
     """One training run (skipped when `out` already holds a finished one); its metrics."""
-    finished = out / "metrics.jsonl"
-    if not (finished.exists() and any("run/stopped_for" in m for m in read_metrics(out))):
+    if not finished(out):
         overrides = [
             f"seed={seed}",
             f'out_dir="{out}"',
@@ -62,8 +66,12 @@ def run(
 
 def summarise(runs: list[list[dict[str, Any]]], threshold: float) -> dict[str, Any]:
     """The variant's figures over its seeds."""
-    finals, bests, to_threshold, zero_variance = [], [], [], []
+    finals, bests, to_threshold, zero_variance, updates, acted = [], [], [], [], [], []
     for metrics in runs:
+        updates.append(max(m["step"] for m in metrics))
+        acted.append(  # what the module did: groups dropped (dynamic sampling, early stopping), rescued
+            sum(m.get("rollout/dropped_groups", 0) + m.get("rollout/rescued", 0) for m in metrics)
+        )
         evals = [m for m in metrics if "eval/reward_mean" in m]
         finals.append(evals[-1]["eval/reward_mean"])
         bests.append(max(m["eval/reward_mean"] for m in evals))
@@ -77,6 +85,8 @@ def summarise(runs: list[list[dict[str, Any]]], threshold: float) -> dict[str, A
             state = _state_at(metrics, reached["step"])
             to_threshold.append(state)
     return {
+        "updates": interval(updates),
+        "groups_dropped_or_rescued": interval(acted),
         "final_eval": interval(finals),
         "best_eval": interval(bests),
         "zero_variance_share": interval(zero_variance),
@@ -127,29 +137,36 @@ def main() -> None:
         "--set", action="append", default=[], dest="base", help="a `gfcr train --set` for every variant"
     )
     parser.add_argument("--json", help="write the summary here")
+    parser.add_argument(
+        "--finished-only", action="store_true", help="run nothing: summarise the runs that are finished"
+    )
     args = parser.parse_args()
     summary = {}
     for variant in args.variants:
-        runs = [
-            run(
-                args.config,
-                variant,
-                seed,
-                args.budget,
-                Path(args.runs) / variant.replace(" ", "-") / f"seed{seed}",
-                args.base,
-            )
-            for seed in range(args.seeds)
-        ]
-        summary[variant] = summarise(runs, args.threshold)
+        outs = {
+            seed: Path(args.runs) / variant.replace(" ", "-") / f"seed{seed}" for seed in range(args.seeds)
+        }
+        if args.finished_only:
+            outs = {seed: out for seed, out in outs.items() if finished(out)}
+        runs = [run(args.config, variant, seed, args.budget, out, args.base) for seed, out in outs.items()]
+        if runs:
+            summary[variant] = summarise(runs, args.threshold)
     print(
-        f"\n{args.config}: {args.budget} RL episodes per run, {args.seeds} seeds, threshold {args.threshold}"
+        f"\n{args.config}: {args.budget} RL episodes per run, up to {args.seeds} seeds, "
+        f"threshold {args.threshold}"
     )
-    columns = ["variant", "final held-out eval", "best", "zero-variance share", "reached"]
+    columns = ["variant", "seeds", "updates", "groups dropped/rescued", "final held-out eval", "best"]
+    columns += ["zero-variance share", "reached"]
     columns += ["samples to threshold", "tokens", "seconds"]
     print("| " + " | ".join(columns) + " |\n" + "|---" * len(columns) + "|")
     for variant, s in summary.items():
-        cells = [variant, show(s["final_eval"]), show(s["best_eval"]), show(s["zero_variance_share"])]
+        cells = [
+            variant,
+            str(s["final_eval"]["n"]),
+            show(s["updates"], 1),
+            show(s["groups_dropped_or_rescued"], 1),
+        ]
+        cells += [show(s["final_eval"]), show(s["best_eval"]), show(s["zero_variance_share"])]
         cells += [
             s["reached_threshold"],
             *(show(s[f"{k}_to_threshold"], 0) for k in ("samples", "tokens", "seconds")),
