@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Sequence
 from typing import ClassVar
+from unittest.mock import patch
 
 import pytest
 
@@ -43,6 +45,12 @@ class NaNEnv(TextEnv):
         assert self.task is not None
         reward = math.nan if self.task.gold % 2 else 1.0
         return Outcome("ok", reward=reward, terminated=True, signals={"format_ok": True, "score": reward})
+
+
+def slow_reset(env: NaNEnv, **kwargs):
+    """NaNEnv's reset, 50 ms late."""
+    time.sleep(0.05)
+    return TextEnv.reset(env, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +96,11 @@ def test_nan_rewards_are_null_on_disk_and_nan_when_read(tmp_path, nan_env):
 def test_resume_runs_infrastructure_failures_again(tmp_path, nan_env):
     out = tmp_path / "run.jsonl"
     specs = episodes_for_env(nan_env, 4)
-    broken = Runner(Says("x"), RunnerConfig(env_timeout_s=1e-9, retries=0)).run(specs, out)
+    # Every env call outlives a 1 ms limit (a slow env), so every episode fails for the infrastructure.
+    # A limit of 1e-9 s raced: an env call that finished before the loop ran its timer was not cut.
+    slow = RunnerConfig(env_timeout_s=1e-3, retries=0)
+    with patch.object(NaNEnv, "reset", slow_reset):
+        broken = Runner(Says("x"), slow).run(specs, out)
     assert all(t.status == "failed" for t in broken.trajectories)
     fixed = Runner(Says("x"), RunnerConfig()).run(specs, out, resume=True)
     assert fixed.resumed == 0 and all(t.status == "ok" for t in fixed.trajectories)

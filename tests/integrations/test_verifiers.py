@@ -101,8 +101,10 @@ from gfcr.integrations.verifiers import load_environment
 
 os.environ["GFCR_VF_KEY"] = "EMPTY"
 env = load_environment("test/Echo-v0")
+# greedy: a sampled reply of the random tiny model sometimes holds "<tool_call>", and the echo env then
+# answers an invalid tool call instead of the turn (seen twice in full runs)
 ctx = vf.ModelContext(model="tiny", client=vf.EvalClientConfig(base_url=sys.argv[1], api_key_var="GFCR_VF_KEY"),
-                      sampling=vf.SamplingConfig(max_tokens=8))
+                      sampling=vf.SamplingConfig(max_tokens=8, temperature=0.0))
 
 async def main():
     tasks = [t for t in env.taskset if t.data.task_id in ("turns-1", "turns-3")]
