@@ -10,7 +10,10 @@ throws away). Per variant, over seeds (mean ± 95% t-interval):
 - the share of zero-variance groups that reached the update (no gradient signal).
 
     python benchmarks/gfcr_training.py --config examples/math_smollm2_cpu.toml --seeds 3 \\
-        --budget 384 --threshold 0.25 --set log.eval_every=2 --json docs/bench_gfcr_training.json
+        --budget 512 --threshold 0.2 --set log.eval_every=2 --set env.num_tasks=32 \\
+        --json docs/bench_gfcr_training.json
+
+(docs/benchmarks.md, "GFCR modules inside training", has the results and each run's metrics.)
 
 Runs go to runs/gfcr-training/<variant>/seed<k>; an existing finished run is read, not re-run.
 """
