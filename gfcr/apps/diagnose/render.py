@@ -179,12 +179,15 @@ def print_terminal(diagnosis: Diagnosis, console: Console) -> None:
     console.print(terminal(diagnosis))
 
 
+def criteria_block(criteria: dict[str, Any], title: str | None = None) -> str:
+    """One criteria table set (reliability, coverage, cost, card) as HTML, under `title`."""
+    return _JINJA.from_string(templates.CRITERIA).render(criteria=criteria, title=title or "Criteria")
+
+
 def criteria_html(criteria: dict[str, Any]) -> str:
     """The criteria section (reliability, coverage, cost, card; then each run's alone) as HTML."""
-    page = _JINJA.from_string(templates.CRITERIA)
-    parts = [page.render(criteria=criteria)]
-    for run, found in criteria.get("by_run", {}).items():
-        parts.append(page.render(criteria=found, title=f"Criteria · {run}"))
+    parts = [criteria_block(criteria)]
+    parts += [criteria_block(found, f"Criteria · {run}") for run, found in criteria.get("by_run", {}).items()]
     return "\n".join(parts)
 
 

@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from gfcr.apps.bench.bench import BenchResult
-from gfcr.apps.diagnose import templates
 from gfcr.apps.diagnose.card import card
 from gfcr.apps.diagnose.criteria import criteria_by_run
 from gfcr.apps.diagnose.data import RunData, load_run
 from gfcr.apps.diagnose.diagnose import Diagnosis, diagnose
-from gfcr.apps.diagnose.render import _JINJA, write_html
+from gfcr.apps.diagnose.render import criteria_block, write_html
 from gfcr.apps.diagnose.reverify import reverify
 
 
@@ -42,13 +41,8 @@ def bench_criteria(bench: BenchResult, *, seed: int = 0, reverify_repeats: int =
 
 def bench_criteria_html(section: dict[str, Any]) -> str:
     """The bench report's criteria section: one set of tables per agent, then the card."""
-    parts = [
-        _JINJA.from_string(templates.CRITERIA).render(criteria=found, title=f"Criteria · {agent}")
-        for agent, found in section["agents"].items()
-    ]
-    parts.append(
-        _JINJA.from_string(templates.CRITERIA).render(criteria={"card": section["card"]}, title="Card")
-    )
+    parts = [criteria_block(found, f"Criteria · {agent}") for agent, found in section["agents"].items()]
+    parts.append(criteria_block({"card": section["card"]}, "Card"))
     return "\n".join(parts)
 
 
