@@ -20,7 +20,7 @@ from rich.table import Table
 
 from gfcr.apps.bench import templates
 from gfcr.apps.bench.metrics import outcome
-from gfcr.apps.bench.report import _prompt, _turns
+from gfcr.apps.bench.report import episode_turns, prompt_messages
 from gfcr.apps.compare import Run, to_json
 
 _JINJA = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
@@ -129,7 +129,7 @@ def _pair_context(a: Run, b: Run, difference: Any) -> dict[str, Any]:
         sides = []
         for run in (a, b):
             t = run.trajectories[trajectory_id]
-            sides.append({"run": run.name, "t": t, "outcome": outcome(t), "turns": _turns(t)})
+            sides.append({"run": run.name, "t": t, "outcome": outcome(t), "turns": episode_turns(t)})
         samples.append(sides)
     first = a.trajectories[difference.ids[0]]
     return {
@@ -137,7 +137,7 @@ def _pair_context(a: Run, b: Run, difference: Any) -> dict[str, Any]:
         "b": b.name,
         "task_id": difference.task_id,
         "label": difference.label,
-        "prompt": _prompt(first),
+        "prompt": prompt_messages(first),
         "samples": samples,
     }
 

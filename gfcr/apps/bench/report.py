@@ -144,8 +144,8 @@ def _write_viewer(folder: Path, result: AgentResult, labels: dict[str, str]) -> 
             agent=result.agent,
             label=label,
             outcome=outcome(t),
-            prompt=_prompt(t),
-            turns=_turns(t),
+            prompt=prompt_messages(t),
+            turns=episode_turns(t),
             previous=number - 1 if number > 1 else None,
             next=number + 1 if number < len(result.trajectories) else None,
             style=templates.STYLE,
@@ -167,7 +167,7 @@ def _write_viewer(folder: Path, result: AgentResult, labels: dict[str, str]) -> 
     (folder / "index.html").write_text(page, encoding="utf-8")
 
 
-def _prompt(t: Trajectory) -> list[Message]:
+def prompt_messages(t: Trajectory) -> list[Message]:
     """The messages before the first assistant turn."""
     prompt = []
     for message in t.messages:
@@ -177,7 +177,7 @@ def _prompt(t: Trajectory) -> list[Message]:
     return prompt
 
 
-def _turns(t: Trajectory) -> list[dict[str, Any]]:
+def episode_turns(t: Trajectory) -> list[dict[str, Any]]:
     """Each step with its tool calls and the observation messages that answered it."""
     starts = [i for i, m in enumerate(t.messages) if m.role == "assistant"]
     turns = []
