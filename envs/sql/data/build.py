@@ -11,18 +11,18 @@ are built on the server (see `postgres`).
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
+from gfcr.envs.cache import cache_dir as envs_cache_dir
+from gfcr.envs.cache import file_lock
 from gfcr.envs.sql.data import chinook, tau2
 from gfcr.envs.sql.data.schema import _TYPE_NAMES, Dataset, Dialect
 from gfcr.errors import UnknownNameError
@@ -44,10 +44,7 @@ _SUFFIX = {"sqlite": ".sqlite", "duckdb": ".duckdb"}
 
 def cache_dir() -> Path:
     """Where built databases live: `$GFCR_CACHE_DIR/sql`, else `${XDG_CACHE_HOME:-~/.cache}/gfcr/sql`."""
-    root = os.environ.get("GFCR_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gfcr"
-    )
-    return Path(root) / "sql"
+    return envs_cache_dir("sql")
 
 
 def build_key(name: str) -> str:
@@ -73,7 +70,7 @@ def ensure_file_database(name: str, dialect: Dialect, directory: Path | None = N
     if _is_current(path, key):
         return path
     directory.mkdir(parents=True, exist_ok=True)
-    with _file_lock(directory / f".{path.name}.lock"):
+    with file_lock(directory / f".{path.name}.lock"):
         if _is_current(path, key):  # another process built it while we waited
             return path
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -162,16 +159,6 @@ def _file_sha256(path: str, _mtime_ns: int = 0, _size: int = 0) -> str:
         for block in iter(lambda: file.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-@contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _write_json(path: Path, value: dict[str, Any]) -> None:
