@@ -75,7 +75,7 @@ class SWEEnv(TextEnv):
         sandbox: Sandbox | str = "auto",
         max_turns: int = 30,
         system_prompt: str | None = None,
-        max_action_chars: int = 65_536,
+        max_action_chars: int = 32_768,
         max_observation_chars: int = 20_000,
         render_mode: str | None = None,
     ) -> None:

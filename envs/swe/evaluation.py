@@ -25,7 +25,7 @@ from gfcr.sandboxes import Limits, Sandbox
 
 HERE = Path(__file__).resolve().parent
 VERDICT_LIMITS = Limits(
-    wall_s=600.0, cpu_s=600.0, memory_mb=2048, max_processes=64, max_output_bytes=20_000_000, disk_mb=512
+    wall_s=300.0, cpu_s=300.0, memory_mb=2048, max_processes=64, max_output_bytes=20_000_000, disk_mb=512
 )
 CONFIG_FILES = ("conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
 _MAIN = """

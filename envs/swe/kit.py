@@ -37,6 +37,7 @@ MAX_READ_LINES = 400
 MAX_MATCHES = 100
 MAX_LISTED = 400
 MAX_OUTPUT = 20_000
+TEST_TIMEOUT_S = 10.0  # per test: a hanging test fails, the run goes on
 
 
 # -- set-up ---------------------------------------------------------------------------------------
@@ -270,6 +271,7 @@ def run_tests(paths: list[str], pythonpath: list[str], timeout_s: float = 120.0)
         "PYTHONPATH": os.pathsep.join(paths_env),
         "PYTHONDONTWRITEBYTECODE": "1",
         "GFCR_PYTEST_REPORT": str(report),
+        "GFCR_TEST_TIMEOUT_S": str(TEST_TIMEOUT_S),
     }
     command = ["python3", "-m", "pytest", "-p", PLUGIN, "-p", "no:cacheprovider", "-o", "addopts="]
     command += ["-q", "--no-header", "-rN", "--tb=short", *paths]

@@ -7,6 +7,7 @@ gfcr run gfcr/Math-v0 --agent scripted:oracle -n 100 --out t.jsonl
 gfcr bench smoke --agent scripted:oracle --agent scripted:random -k 4 --report reports/smoke
 gfcr compare reports/smoke
 gfcr diagnose reports/smoke --html reports/smoke-diagnosis
+gfcr swe-tasks inflection
 gfcr tiny-model runs/tiny-model
 gfcr pretrained smollm2-135m runs/smollm2
 gfcr train examples/tooluse_tiny_cpu.toml
@@ -372,6 +373,58 @@ def compare(
         console.print("[yellow]the runs come from suites with different fingerprints[/yellow]")
     if index is not None:
         console.print(f"comparison: {index}", soft_wrap=True)
+
+
+@app.command("swe-tasks")
+def swe_tasks(
+    dataset: Annotated[
+        str, typer.Argument(help="all, a project (inflection, parse, cachetools, toolz) or a+b.")
+    ] = "all",
+    tasks_per_project: Annotated[
+        int, typer.Option(min=1, help="Tasks per project (generated once, cached).")
+    ] = 10,
+    seed: Annotated[int, typer.Option(help="Seed of the mutation order.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the tasks' metadata as JSON lines.")] = False,
+) -> None:
+    """List gfcr/SWE-v0's tasks with their difficulty, generating (and caching) any not built yet."""
+    from gfcr.envs.swe import PROJECTS, project_tasks
+
+    names = list(PROJECTS) if dataset == "all" else dataset.split("+")
+    if unknown := [name for name in names if name not in PROJECTS]:
+        console.print(f"[red]error:[/red] unknown project {unknown[0]!r}; known: all, {', '.join(PROJECTS)}")
+        raise typer.Exit(2)
+    refs = ", ".join(PROJECTS[name].ref for name in names)
+    table = Table(title=f"gfcr/SWE-v0 tasks · {refs}", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("task id", "bug in", "function", "operator", "failing tests", "difficulty"):
+        table.add_column(column, justify="right" if column == "failing tests" else "left", overflow="fold")
+    for name in names:
+        try:
+            with console.status(f"{PROJECTS[name].ref}: reading or generating tasks") as status:
+                tasks = project_tasks(name, "auto", tasks_per_project, seed, lambda text: status.update(text))
+        except GfcrError as e:
+            console.print(f"[red]error:[/red] {escape(str(e))}")
+            raise typer.Exit(2) from e
+        for task in tasks:
+            meta = task.metadata
+            if as_json:
+                typer.echo(
+                    json.dumps({"id": task.id, **{k: v for k, v in meta.items() if k != "pass_to_pass"}})
+                )
+                continue
+            bug = meta["bug"]
+            table.add_row(
+                task.id,
+                f"{bug['file']}:{bug['line']}",
+                bug["function"] or "-",
+                bug["operator"],
+                f"{len(meta['fail_to_pass'])} of {len(meta['fail_to_pass']) + len(meta['pass_to_pass'])}",
+                meta["difficulty"],
+            )
+    if not as_json:
+        console.print(table)
+        console.print(
+            "fail / pass: the fail-to-pass tests (the bug breaks them) and pass-to-pass tests (still pass)"
+        )
 
 
 @app.command("tiny-model")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 
 import gymnasium as gym
 import pytest
@@ -172,3 +173,33 @@ def test_bring_your_own_repository_and_tasks(tmp_path):
     with pytest.raises(gfcr.errors.ConfigError, match="missing gold_patch"):
         (tmp_path / "bad.jsonl").write_text(json.dumps({"issue": "x", "fail_to_pass": ["t"]}) + "\n")
         gym.make("gfcr/SWE-v0", dataset=str(tmp_path / "bad.jsonl"), repo=str(repo))
+
+
+def test_a_patch_that_makes_the_tests_hang_costs_seconds_not_the_verdict(tmp_path):
+    (tmp_path / "m.py").write_text("def f():\n    return 1\n")
+    (tmp_path / "test_m.py").write_text("from m import f\n\ndef test_f():\n    assert f() == 2\n")
+    gold = "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n"
+    record = {"issue": "f() returns 1", "fail_to_pass": ["test_m.py::test_f"], "gold_patch": gold}
+    (tmp_path / "tasks.jsonl").write_text(json.dumps(record) + "\n")
+    env = gym.make("gfcr/SWE-v0", dataset=str(tmp_path / "tasks.jsonl"), repo=str(tmp_path))
+    env.reset()
+    env.step(call("edit_file", path="m.py", old="return 1", new="while True:\n        pass"))
+    started = time.monotonic()
+    observation, reward, terminated, _, info = env.step(call("submit"))
+    env.close()
+    assert terminated and reward == 0.0 and info["signals"]["fail_to_pass"] == 0.0
+    assert time.monotonic() - started < 60  # the test was stopped after 10 s, not at the run's limit
+
+
+def test_swe_tasks_lists_the_tasks_with_their_difficulty():
+    from typer.testing import CliRunner
+
+    from gfcr.apps.cli import app
+
+    listed = CliRunner().invoke(app, ["swe-tasks", "inflection", "--tasks-per-project", "2", "--json"])
+    assert listed.exit_code == 0, listed.output
+    rows = [json.loads(line) for line in listed.output.splitlines()]
+    assert [row["id"] for row in rows] == ["swe/inflection-0", "swe/inflection-1"]
+    assert all(row["difficulty"] in ("easy", "medium", "hard") and row["fail_to_pass"] for row in rows)
+    unknown = CliRunner().invoke(app, ["swe-tasks", "numpy"])
+    assert unknown.exit_code == 2 and "unknown project 'numpy'" in unknown.output
