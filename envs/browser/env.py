@@ -4,8 +4,11 @@ Each episode opens a fresh browser context on the task's page — a MiniWoB page
 apps, all served on loopback and confined to that origin. The observation is the goal and the
 page as accessibility-tree text whose elements carry stable references (`[ref=e5]`); the agent
 acts with function calls in its text, one or more per message — `click("e5")`, `fill("e6", "Ada")`,
-`select(ref, option)`, `press(key)`, `scroll(dx, dy)`, `goto(url)`, `back()`, `answer(text)`,
-`noop(ms)` — or with the same actions as native tool calls.
+`select(ref, option)`, `press(key)`, `type(text)`, `hover(ref)`, `drag_and_drop(source, target)`,
+pointer actions at the screenshot's pixels (`mouse_click(x, y)`, `mouse_down`, `mouse_move`,
+`mouse_up`), `scroll(dx, dy)`, `goto(url)`, `back()`, `answer(text)`, `noop(ms)` — or with the same
+actions as native tool calls. `action_syntax="browsergym"` takes BrowserGym's action functions
+instead (`gfcr.envs.browser.browsergym_syntax`).
 
 Reward: MiniWoB's raw reward (its time-scaled one with `time_scaled=True`, which MiniWoB discounts
 by the share of `miniwob_time_limit_s` used) clipped to [0, 1], or the app's judgement of its
@@ -29,35 +32,45 @@ The browser starts on the first `reset()`, once per process; see docs/browser.md
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import weakref
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, ClassVar, Literal
 
 from gfcr.core import Action, Message, Task, ToolCall, ToolSpec
 from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.browser.actions import MAX_CALLS, format_call, parse_calls
 from gfcr.envs.browser.base import Site, SiteJudgement
+from gfcr.envs.browser.browsergym_syntax import BROWSERGYM_INSTRUCTIONS, browsergym_tools
 from gfcr.envs.browser.data import browser_source
 from gfcr.envs.browser.host import BrowserHost, browser_host
-from gfcr.envs.browser.marks import draw_marks
+from gfcr.envs.browser.marks import draw_marks, mark_boxes
 from gfcr.envs.browser.server import loopback_server
 from gfcr.envs.browser.sites import make_sites
 from gfcr.envs.browser.snapshot import PageView, render_page
 from gfcr.envs.browser.tab import MAX_WAIT_MS, Tab, fresh_tab
 from gfcr.envs.browser.verifier import episode_result
 from gfcr.envs.tasks import TaskSource
-from gfcr.errors import BrowserError, ToolError
+from gfcr.errors import BrowserError, ToolError, UnknownNameError
 
 logger = logging.getLogger(__name__)
-ACTIONS = ("click", "fill", "select", "press", "scroll", "goto", "back", "answer", "noop")
+ACTIONS = (
+    "click", "dblclick", "hover", "fill", "select", "press", "type", "drag_and_drop", "scroll",
+    "mouse_move", "mouse_click", "mouse_down", "mouse_up", "goto", "back", "answer", "noop",
+)  # fmt: skip
+METHODS = {"type": "type_text"}  # actions whose method has another name (`type` is a builtin's)
 INSTRUCTIONS = (
     "You are using a web browser to reach the goal below. Act with function calls, one or more per message:\n"
-    "click(ref), fill(ref, text), select(ref, option), press(key), scroll(dx, dy), goto(url), back(), "
+    "click(ref, button), dblclick(ref), hover(ref), fill(ref, text), select(ref, option), press(key), "
+    "type(text), drag_and_drop(source, target), scroll(dx, dy), mouse_move(x, y), "
+    "mouse_click(x, y, button, clicks), mouse_down(x, y, button), mouse_up(x, y, button), goto(url), back(), "
     "answer(text), noop(ms).\n"
-    'A ref names an element of the page below, e.g. click("e5"). '
+    'A ref names an element of the page below, e.g. click("e5"); x and y are pixels of the 800x600 viewport '
+    "(the screenshot), and a drag's source and target are refs or [x, y] points. "
     "answer(text) gives your answer and ends the task."
 )
+SYNTAXES = ("gfcr", "browsergym")
 SOLVER_MISSES = (LookupError, AttributeError, ValueError, TypeError, StopIteration)
 HOW_TO_ACT = 'No action found; write a call such as click("e5") or fill("e6", "text").'
 
@@ -68,8 +81,10 @@ class BrowserEnv(TextEnv):
     Keywords: `dataset` ("all", "miniwob", "apps", "shop", "booking", "mail", a MiniWoB page such
     as "click-test", or a list), `num_seeds` (episodes per MiniWoB page), `max_turns`,
     `screenshot` (PNG bytes in `info["screenshot"]`), `set_of_marks` (the screenshot with each
-    element's ref drawn on it), `miniwob_time_limit_s`, `time_scaled`, `action_timeout_ms`,
-    `executable_path` and `headless` (the browser), `system_prompt`.
+    element's ref drawn on it, and `info["marks"]`: ref -> (x, y, width, height) in its pixels),
+    `miniwob_time_limit_s`, `time_scaled`, `action_timeout_ms`,
+    `executable_path` and `headless` (the browser), `system_prompt`, `action_syntax` ("gfcr", or
+    "browsergym" for BrowserGym's action functions).
     """
 
     signal_defaults: ClassVar[dict[str, float | bool]] = {
@@ -94,6 +109,7 @@ class BrowserEnv(TextEnv):
         executable_path: str | None = None,
         headless: bool = True,
         system_prompt: str | None = None,
+        action_syntax: str = "gfcr",
         max_action_chars: int = 32_768,
         max_observation_chars: int = 65_536,
         render_mode: str | None = None,
@@ -101,7 +117,7 @@ class BrowserEnv(TextEnv):
     ) -> None:
         super().__init__(
             tasks if tasks is not None else browser_source(dataset, num_seeds),
-            tools=[ToolSpec.from_function(getattr(self, name)) for name in ACTIONS],
+            tools=self._action_tools(action_syntax),
             system_prompt=system_prompt,
             max_turns=max_turns,
             max_action_chars=max_action_chars,
@@ -114,20 +130,40 @@ class BrowserEnv(TextEnv):
         self.time_scaled = time_scaled
         self.action_timeout_ms = action_timeout_ms
         self._browser_settings = (executable_path, headless)
-        self._signatures = {name: list(self.tools[name].parameters["properties"]) for name in ACTIONS}
+        self.action_syntax = action_syntax
+        self._signatures = {name: list(tool.parameters["properties"]) for name, tool in self.tools.items()}
         self._episode = _Episode()
         weakref.finalize(self, self._episode.discard)  # an env dropped without close() frees its context
 
     # -- the actions (also offered as tools) -------------------------------------------------------
 
-    def click(self, ref: str) -> str:
+    def click(self, ref: str, button: Literal["left", "middle", "right"] = "left") -> str:
         """Click an element of the page.
 
         Args:
             ref: The element's reference in the page text, e.g. "e5".
+            button: The mouse button: "left", "middle" or "right".
         """
-        self._browse(self._tab.click(ref))
-        return f"Clicked {ref}."
+        self._browse(self._tab.click(ref, button))
+        return f"Clicked {ref}." if button == "left" else f"Clicked {ref} with the {button} button."
+
+    def dblclick(self, ref: str) -> str:
+        """Double-click an element of the page.
+
+        Args:
+            ref: The element's reference in the page text, e.g. "e5".
+        """
+        self._browse(self._tab.click(ref, count=2))
+        return f"Double-clicked {ref}."
+
+    def hover(self, ref: str) -> str:
+        """Move the mouse over an element (menus and tooltips that open on hover show then).
+
+        Args:
+            ref: The element's reference in the page text, e.g. "e5".
+        """
+        self._browse(self._tab.hover(ref))
+        return f"Hovered over {ref}."
 
     def fill(self, ref: str, text: str) -> str:
         """Replace the text of a text box (or other editable element) with `text`.
@@ -158,7 +194,74 @@ class BrowserEnv(TextEnv):
         self._browse(self._tab.press(key))
         return f"Pressed {key}."
 
-    def scroll(self, dx: int, dy: int) -> str:
+    def type_text(self, text: str) -> str:
+        """Type text key by key into the focused element (click or fill a text box first).
+
+        Args:
+            text: The text to type.
+        """
+        self._browse(self._tab.type(text))
+        return f"Typed {len(text)} character{'s' * (len(text) != 1)}."
+
+    def drag_and_drop(self, source: str | list[float], target: str | list[float]) -> str:
+        """Drag with the left mouse button from `source` to `target` and drop there.
+
+        Args:
+            source: Where the drag starts: an element's ref ("e5", its centre) or an [x, y] point.
+            target: Where it ends: an element's ref or an [x, y] point.
+        """
+        self._browse(self._tab.drag(source, target))
+        return f"Dragged from {json.dumps(source)} to {json.dumps(target)}."
+
+    def mouse_move(self, x: float, y: float) -> str:
+        """Move the mouse to a point of the viewport (the screenshot's pixels), with buttons as they are.
+
+        Args:
+            x: Pixels from the viewport's left edge.
+            y: Pixels from the viewport's top edge.
+        """
+        self._browse(self._tab.mouse_move(x, y))
+        return f"Moved the mouse to ({x:g}, {y:g})."
+
+    def mouse_click(
+        self, x: float, y: float, button: Literal["left", "middle", "right"] = "left", clicks: int = 1
+    ) -> str:
+        """Click at a point of the viewport (the screenshot's pixels), whatever is there.
+
+        Args:
+            x: Pixels from the viewport's left edge.
+            y: Pixels from the viewport's top edge.
+            button: The mouse button: "left", "middle" or "right".
+            clicks: 1 for a click, 2 for a double click.
+        """
+        if clicks not in (1, 2, 3):
+            raise ToolError(f"clicks must be 1, 2 or 3, got {clicks!r}")
+        self._browse(self._tab.mouse_click(x, y, button, clicks))
+        return f"Clicked at ({x:g}, {y:g})."
+
+    def mouse_down(self, x: float, y: float, button: Literal["left", "middle", "right"] = "left") -> str:
+        """Move the mouse to a point and press a button there, holding it (release it with mouse_up).
+
+        Args:
+            x: Pixels from the viewport's left edge.
+            y: Pixels from the viewport's top edge.
+            button: The mouse button: "left", "middle" or "right".
+        """
+        self._browse(self._tab.mouse_down(x, y, button))
+        return f"Pressed the {button} button at ({x:g}, {y:g})."
+
+    def mouse_up(self, x: float, y: float, button: Literal["left", "middle", "right"] = "left") -> str:
+        """Move the mouse to a point and release a button there.
+
+        Args:
+            x: Pixels from the viewport's left edge.
+            y: Pixels from the viewport's top edge.
+            button: The mouse button: "left", "middle" or "right".
+        """
+        self._browse(self._tab.mouse_up(x, y, button))
+        return f"Released the {button} button at ({x:g}, {y:g})."
+
+    def scroll(self, dx: float, dy: float) -> str:
         """Scroll what is under the pointer (the element last clicked, else the page) by (dx, dy) pixels.
 
         To scroll a text area or a list, click it first.
@@ -269,6 +372,17 @@ class BrowserEnv(TextEnv):
 
     # -- machinery -------------------------------------------------------------------------------
 
+    def on_page(self, work: Callable[[Tab], Awaitable[object]]) -> None:
+        """Run `work(tab)` on the episode's page as the actions do (waits, errors, crashes alike)."""
+        self._browse(work(self._tab))
+
+    def _action_tools(self, syntax: str) -> list[ToolSpec]:
+        if syntax == "browsergym":
+            return browsergym_tools(self)
+        if syntax != "gfcr":
+            raise UnknownNameError("action syntax", syntax, SYNTAXES)
+        return [ToolSpec.from_function(getattr(self, METHODS.get(name, name)), name) for name in ACTIONS]
+
     @property
     def _tab(self) -> Tab:
         if self._episode.tab is None:
@@ -297,7 +411,8 @@ class BrowserEnv(TextEnv):
         host = browser_host(*self._browser_settings)
         self._episode.start(host, self._site(task))
         self._episode.goal, page = host.run(self._open(task), self._timeout_s(4))
-        return f"{INSTRUCTIONS}\n\n{page}"
+        instructions = BROWSERGYM_INSTRUCTIONS if self.action_syntax == "browsergym" else INSTRUCTIONS
+        return f"{instructions}\n\n{page}"
 
     async def _open(self, task: Task) -> tuple[str, str]:
         episode = self._episode
@@ -344,9 +459,7 @@ class BrowserEnv(TextEnv):
         tab = self._tab
 
         async def look() -> tuple[SiteJudgement, str]:
-            judgement, snapshot = await asyncio.gather(
-                site.judge(tab, task, episode.answer), tab.snapshot()
-            )
+            judgement, snapshot = await asyncio.gather(site.judge(tab, task, episode.answer), tab.snapshot())
             notes, tab.notes = tab.notes, []
             page = render_page(episode.goal, tab.path, snapshot)
             return judgement, "\n".join([*notes, page])
@@ -405,14 +518,20 @@ class BrowserEnv(TextEnv):
             return
         tab = episode.tab
 
-        async def capture() -> bytes:
+        async def capture() -> tuple[bytes, dict[str, tuple[float, float, float, float]] | None]:
             png = await tab.screenshot()
-            return draw_marks(png, await tab.boxes()) if self.set_of_marks else png
+            if not self.set_of_marks:
+                return png, None
+            boxes = mark_boxes(await tab.snapshot(boxes=True))
+            return draw_marks(png, boxes), boxes
 
         try:
-            info["screenshot"] = episode.started()[0].run(capture(), self._timeout_s())
+            info["screenshot"], boxes = episode.started()[0].run(capture(), self._timeout_s())
         except Exception as e:  # a screenshot is extra: its failure must not fail the step
             info["screenshot_error"] = str(e)
+            return
+        if boxes is not None:
+            info["marks"] = boxes
 
 
 class _Episode:

@@ -1,8 +1,9 @@
 """Set-of-marks: a screenshot with a numbered box around each element an agent can act on.
 
 The labels are the elements' refs (`e5`), the same the page text and the actions use, so a
-vision-language model can read a ref off the picture and call `click("e5")`. Boxes come from the
-accessibility snapshot with `boxes=True` (`[box=x,y,width,height]`, CSS pixels of the viewport).
+vision-language model can read a ref off the picture and call `click("e5")`, or act at the pixels
+it sees (`mouse_click(x, y)`): boxes come from the accessibility snapshot with `boxes=True`
+(`[box=x,y,width,height]`, CSS pixels of the viewport, which are the screenshot's pixels).
 """
 
 from __future__ import annotations
@@ -37,24 +38,35 @@ def marked(node: Node) -> bool:
     return node.ref is not None and (node.role in ACTIONABLE or node.attrs.get("cursor") == "pointer")
 
 
-def draw_marks(png: bytes, snapshot_with_boxes: str) -> bytes:
-    """`png` with a labelled rectangle over each marked element of the snapshot; PNG bytes back."""
-    from PIL import Image, ImageDraw
+def mark_boxes(snapshot_with_boxes: str) -> dict[str, tuple[float, float, float, float]]:
+    """Ref -> (x, y, width, height) of each marked element with a box on the viewport.
 
-    image = Image.open(io.BytesIO(png)).convert("RGB")
-    draw = ImageDraw.Draw(image)
+    >>> mark_boxes('- button "Go" [ref=e5] [box=10,20,80,30]\\n- generic [ref=e6] [box=0,0,5,5]')
+    {'e5': (10.0, 20.0, 80.0, 30.0)}
+    """
+    boxes = {}
     for node in parse_snapshot(snapshot_with_boxes).walk():
         box = node.attrs.get("box", "")
         if not marked(node) or box.count(",") != 3:
             continue
         x, y, width, height = (float(v) for v in box.split(","))
-        if width <= 0 or height <= 0:
-            continue
+        if width > 0 and height > 0:
+            boxes[str(node.ref)] = (x, y, width, height)
+    return boxes
+
+
+def draw_marks(png: bytes, boxes: dict[str, tuple[float, float, float, float]]) -> bytes:
+    """`png` with a labelled rectangle over each box of `boxes` (from `mark_boxes`); PNG bytes back."""
+    from PIL import Image, ImageDraw
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    draw = ImageDraw.Draw(image)
+    for ref, (x, y, width, height) in boxes.items():
         draw.rectangle((x, y, x + width, y + height), outline=COLOR, width=2)
-        label_width = 7 * len(node.ref or "") + 4
+        label_width = 7 * len(ref) + 4
         top = max(y - 12, 0)
         draw.rectangle((x, top, x + label_width, top + 12), fill=COLOR)
-        draw.text((x + 2, top), node.ref or "", fill=(255, 255, 255))
+        draw.text((x + 2, top), ref, fill=(255, 255, 255))
     out = io.BytesIO()
     image.save(out, format="PNG")
     return out.getvalue()

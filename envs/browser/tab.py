@@ -16,11 +16,14 @@ Every method is a coroutine for the browser host's loop (`gfcr.envs.browser.host
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import weakref
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from gfcr.envs.browser.actionable import LISTENERS, reveal_actionable, revealed
 from gfcr.envs.browser.server import BLANK
 from gfcr.errors import ToolError
 
@@ -28,6 +31,9 @@ REF = re.compile(r"(?:f\d+)?e\d+")
 VIEWPORT = {"width": 800, "height": 600}
 MAX_WAIT_MS = 10_000
 POPUP_NOTE = "The page tried to open a new window; it was closed."
+BUTTONS = ("left", "middle", "right")
+MODIFIERS = ("Alt", "Control", "ControlOrMeta", "Meta", "Shift")
+DRAG_STEPS = 10  # mouse moves between a drag's two ends: drag libraries want motion, not a jump
 
 
 class Tab:
@@ -57,6 +63,7 @@ class Tab:
         )
         tab = cls(context, None, origin, timeout_ms)
         tab.set_timeout(timeout_ms)
+        await context.add_init_script(LISTENERS)
         foreign = re.compile("^(?!" + re.escape(origin) + "(?:/|$))")
         await context.route(foreign, tab._block)
         await context.route_web_socket(foreign, lambda ws: ws.close())
@@ -89,39 +96,120 @@ class Tab:
             raise ToolError(f"goto({url!r}): only this task's own site is reachable; give a path such as '/'")
         await self._act(self.page.goto(target, wait_until="load"))
 
-    async def click(self, ref: str) -> None:
-        await self._act((await self._find(ref)).click())
+    async def click(
+        self, ref: str, button: str = "left", modifiers: str | Sequence[str] = (), count: int = 1
+    ) -> None:
+        """Click the element `count` times with `button`, holding `modifiers` ("Shift", ["Alt", "Meta"]).
+
+        On an element the page made clickable by script (`gfcr.envs.browser.actionable`), the
+        pointer comes to rest over it first, as a hand pauses before it presses: what the hover
+        changes (an icon swapped for its hover image) settles during the click's own wait for a
+        stable element, so the press cannot land while the element reshapes.
+        """
+        options = {"button": _button(button), "modifiers": _modifiers(modifiers), "click_count": count}
+        element = await self._find(ref)
+        click = element.click(**options)
+        await self._act(self._hover_then(element, click) if await revealed(element) else click)
+
+    async def hover(self, ref: str) -> None:
+        await self._act((await self._find(ref)).hover())
+
+    async def focus(self, ref: str) -> None:
+        await self._act((await self._find(ref)).focus())
+
+    async def set_checked(self, ref: str, checked: bool) -> None:
+        await self._act((await self._find(ref)).set_checked(checked))
 
     async def fill(self, ref: str, text: str) -> None:
         await self._act((await self._find(ref)).fill(text))
 
-    async def select(self, ref: str, option: str) -> None:
-        """Choose the option whose label (or else value) is `option` in a <select>."""
+    async def select(self, ref: str, option: str | Sequence[str]) -> None:
+        """Choose the option whose label (or else value) is `option` in a <select> (a list: several)."""
         element = await self._find(ref)
         options = await element.evaluate("e => Array.from(e.options || [], o => [o.label.trim(), o.value])")
         if not options:
             raise ToolError(f"select({ref!r}, {option!r}): {ref} is not a drop-down list")
-        value = _option_value(options, option.strip())
-        if value is None:
-            labels = [label for label, _ in options]
-            raise ToolError(f"select({ref!r}, {option!r}): no such option; the options are {labels}")
-        await self._act(element.select_option(value=value))
+        values = []
+        for wanted in [option] if isinstance(option, str) else option:
+            value = _option_value(options, str(wanted).strip())
+            if value is None:
+                labels = [label for label, _ in options]
+                raise ToolError(
+                    f"select({ref!r}, {option!r}): no option {wanted!r}; the options are {labels}"
+                )
+            values.append(value)
+        await self._act(element.select_option(value=values))
 
-    async def press(self, key: str) -> None:
-        """Press `key` on the focused element (the page's body when none is).
+    async def press(self, key: str, ref: str | None = None) -> None:
+        """Press `key` (or a chord, "Control+A") on element `ref`, else the focused one, else the body.
 
         Through a locator, not `page.keyboard`: Playwright then waits for a navigation the key
         requested (Enter in a form schedules its submission after the key event returns).
         """
-        focused = self.page.locator("*:focus")
-        target = focused if await focused.count() == 1 else self.page.locator("body")
+        if ref is not None:
+            target = await self._find(ref)
+        else:
+            focused = self.page.locator("*:focus")
+            target = focused if await focused.count() == 1 else self.page.locator("body")
         await self._act(target.press(key))
+
+    async def type(self, text: str) -> None:
+        """Type `text` key by key into the focused element, as a keyboard would."""
+        await self._act(self.page.keyboard.type(text))
+
+    async def insert_text(self, text: str) -> None:
+        """Put `text` into the focused element at once (one input event, no key events)."""
+        await self._act(self.page.keyboard.insert_text(text))
+
+    async def key_down(self, key: str) -> None:
+        await self._act(self.page.keyboard.down(key))
+
+    async def key_up(self, key: str) -> None:
+        await self._act(self.page.keyboard.up(key))
+
+    # pointer actions at coordinates: CSS pixels of the viewport, which are the screenshot's pixels
+
+    async def mouse_move(self, x: float, y: float) -> None:
+        await self._act(self.page.mouse.move(*self._point(x, y)))
+
+    async def mouse_click(self, x: float, y: float, button: str = "left", count: int = 1) -> None:
+        await self._act(self.page.mouse.click(*self._point(x, y), button=_button(button), click_count=count))
+
+    async def mouse_down(self, x: float, y: float, button: str = "left") -> None:
+        point, button = self._point(x, y), _button(button)
+        await self._act(self._mouse_at(point, self.page.mouse.down(button=button)))
+
+    async def mouse_up(self, x: float, y: float, button: str = "left") -> None:
+        point, button = self._point(x, y), _button(button)
+        await self._act(self._mouse_at(point, self.page.mouse.up(button=button)))
+
+    async def drag(self, source: Any, target: Any) -> None:
+        """Press the left button on `source`, move to `target`, release; each a ref or an `[x, y]` point."""
+        for end in (source, target):  # a bad end is refused before the button goes down
+            if isinstance(end, str):
+                await self._find(end)
+            else:
+                self._point(*_pair(end))
+
+        async def drag() -> None:
+            mouse = self.page.mouse
+            await mouse.move(*await self._point_of(source))
+            await mouse.down()
+            try:
+                await mouse.move(*await self._point_of(target), steps=DRAG_STEPS)
+            finally:
+                await mouse.up()
+
+        await self._act(drag())
 
     async def scroll(self, dx: float, dy: float) -> None:
         await self._act(self.page.mouse.wheel(dx, dy))
 
     async def back(self) -> None:
         await self._act(self.page.go_back(wait_until="load"))
+
+    async def forward(self) -> None:
+        await self._act(self.page.go_forward(wait_until="load"))
 
     async def wait(self, ms: int) -> None:
         """Let the page run for `ms` milliseconds (capped at 10 s), for pages that change by timers."""
@@ -137,20 +225,22 @@ class Tab:
             return url
         return url[len(self.origin) :] or "/"
 
-    async def snapshot(self) -> str:
-        """The page as accessibility-tree text with element references (`[ref=e5]`)."""
+    async def snapshot(self, boxes: bool = False) -> str:
+        """The page as accessibility-tree text with element references (`[ref=e5]`).
+
+        Actionable elements without a role get one first (`gfcr.envs.browser.actionable`), so
+        that they have refs too. With `boxes`, each element carries its bounding box
+        (`[box=x,y,width,height]`, CSS pixels of the viewport), for set-of-marks.
+        """
         for _ in range(3):
             try:
-                return await self.page.aria_snapshot(mode="ai")
+                await reveal_actionable(self.page)
+                return await self.page.aria_snapshot(mode="ai", boxes=boxes)
             except Exception as e:  # a navigation replaced the document mid-snapshot: read the new one
                 if "context was destroyed" not in str(e) and "navigat" not in str(e):
                     raise
                 await self.page.wait_for_load_state("load")
-        return await self.page.aria_snapshot(mode="ai")
-
-    async def boxes(self) -> str:
-        """The snapshot with each element's bounding box (`[box=x,y,w,h]`), for set-of-marks."""
-        return await self.page.aria_snapshot(mode="ai", boxes=True)
+        return await self.page.aria_snapshot(mode="ai", boxes=boxes)
 
     async def screenshot(self) -> bytes:
         return await self.page.screenshot(type="png")
@@ -170,6 +260,38 @@ class Tab:
         if await element.count() == 0:
             raise ToolError(f"there is no element {ref} on this page; use a ref from the latest page")
         return element
+
+    def _point(self, x: Any, y: Any) -> tuple[float, float]:
+        """(x, y) as floats, if it is a point of the viewport; `ToolError` saying why not otherwise."""
+        width, height = (self.page.viewport_size or VIEWPORT).values()
+        for value in (x, y):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise ToolError(f"{value!r} is not a coordinate; give x and y as numbers of pixels")
+        if not (0 <= x < width and 0 <= y < height):
+            raise ToolError(
+                f"({x:g}, {y:g}) is off the page: x must be in [0, {width}) and y in [0, {height}), "
+                "pixels of the viewport as the screenshot shows it"
+            )
+        return float(x), float(y)
+
+    async def _point_of(self, end: Any) -> tuple[float, float]:
+        """The viewport point of a drag's end: an `[x, y]` pair, or the centre of element `end`."""
+        if not isinstance(end, str):
+            return self._point(*_pair(end))
+        element = await self._find(end)
+        await element.scroll_into_view_if_needed()
+        box = await element.bounding_box()
+        if box is None:
+            raise ToolError(f"{end} is not visible on the page, so it cannot be dragged or dropped on")
+        return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+    async def _hover_then(self, element: Any, then: Any) -> None:
+        await element.hover(force=True)  # no actionability checks: `then` makes them
+        await then
+
+    async def _mouse_at(self, point: tuple[float, float], then: Any) -> None:
+        await self.page.mouse.move(*point)
+        await then
 
     async def _act(self, action: Any) -> None:
         """Await a Playwright action, then let the page settle; Playwright errors become `ToolError`."""
@@ -255,6 +377,27 @@ class Tab:
                 self._popups_reported -= 1
                 if self._popups_reported == 0:
                     self._popups_closed.set()
+
+
+def _button(button: Any) -> str:
+    if button not in BUTTONS:
+        raise ToolError(f"unknown mouse button {button!r}; use 'left', 'middle' or 'right'")
+    return str(button)
+
+
+def _modifiers(modifiers: Any) -> list[str]:
+    """Modifier keys as Playwright takes them: a list of names; one name alone is allowed."""
+    keys = [modifiers] if isinstance(modifiers, str) else modifiers
+    if not isinstance(keys, list | tuple) or any(key not in MODIFIERS for key in keys):
+        raise ToolError(f"modifiers must be names from {list(MODIFIERS)}, got {modifiers!r}")
+    return list(keys)
+
+
+def _pair(point: Any) -> tuple[Any, Any]:
+    """An `[x, y]` point's two values; `ToolError` for anything else."""
+    if isinstance(point, list | tuple) and len(point) == 2:
+        return point[0], point[1]
+    raise ToolError(f"{point!r} is neither an element ref ('e5') nor an [x, y] point")
 
 
 def _option_value(options: list[list[str]], wanted: str) -> str | None:

@@ -40,10 +40,18 @@ def test_observation_shows_goal_path_and_page_with_refs(env):
     assert page.find("textbox").ref and page.find("button", "Submit").ref
     assert [t["function"]["name"] for t in info["tools"]] == [
         "click",
+        "dblclick",
+        "hover",
         "fill",
         "select",
         "press",
+        "type",
+        "drag_and_drop",
         "scroll",
+        "mouse_move",
+        "mouse_click",
+        "mouse_down",
+        "mouse_up",
         "goto",
         "back",
         "answer",
