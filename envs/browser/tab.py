@@ -19,7 +19,7 @@ import asyncio
 import math
 import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -108,8 +108,10 @@ class Tab:
         """
         options = {"button": _button(button), "modifiers": _modifiers(modifiers), "click_count": count}
         element = await self._find(ref)
-        click = element.click(**options)
-        await self._act(self._hover_then(element, click) if await revealed(element) else click)
+        if await revealed(element):  # force: no actionability checks for the hover, the click makes them
+            await self._act(_in_order(element.hover(force=True), element.click(**options)))
+        else:
+            await self._act(element.click(**options))
 
     async def hover(self, ref: str) -> None:
         await self._act((await self._find(ref)).hover())
@@ -177,11 +179,11 @@ class Tab:
 
     async def mouse_down(self, x: float, y: float, button: str = "left") -> None:
         point, button = self._point(x, y), _button(button)
-        await self._act(self._mouse_at(point, self.page.mouse.down(button=button)))
+        await self._act(_in_order(self.page.mouse.move(*point), self.page.mouse.down(button=button)))
 
     async def mouse_up(self, x: float, y: float, button: str = "left") -> None:
         point, button = self._point(x, y), _button(button)
-        await self._act(self._mouse_at(point, self.page.mouse.up(button=button)))
+        await self._act(_in_order(self.page.mouse.move(*point), self.page.mouse.up(button=button)))
 
     async def drag(self, source: Any, target: Any) -> None:
         """Press the left button on `source`, move to `target`, release; each a ref or an `[x, y]` point."""
@@ -263,7 +265,8 @@ class Tab:
 
     def _point(self, x: Any, y: Any) -> tuple[float, float]:
         """(x, y) as floats, if it is a point of the viewport; `ToolError` saying why not otherwise."""
-        width, height = (self.page.viewport_size or VIEWPORT).values()
+        size = self.page.viewport_size or VIEWPORT
+        width, height = size["width"], size["height"]
         for value in (x, y):
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
                 raise ToolError(f"{value!r} is not a coordinate; give x and y as numbers of pixels")
@@ -284,14 +287,6 @@ class Tab:
         if box is None:
             raise ToolError(f"{end} is not visible on the page, so it cannot be dragged or dropped on")
         return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-
-    async def _hover_then(self, element: Any, then: Any) -> None:
-        await element.hover(force=True)  # no actionability checks: `then` makes them
-        await then
-
-    async def _mouse_at(self, point: tuple[float, float], then: Any) -> None:
-        await self.page.mouse.move(*point)
-        await then
 
     async def _act(self, action: Any) -> None:
         """Await a Playwright action, then let the page settle; Playwright errors become `ToolError`."""
@@ -377,6 +372,12 @@ class Tab:
                 self._popups_reported -= 1
                 if self._popups_reported == 0:
                     self._popups_closed.set()
+
+
+async def _in_order(*steps: Awaitable[Any]) -> None:
+    """Await `steps` one after the other (one action for `Tab._act` made of several)."""
+    for step in steps:
+        await step
 
 
 def _button(button: Any) -> str:
