@@ -460,9 +460,18 @@ def _browser() -> Suite:
     )
 
 
+def _swe() -> Suite:
+    return Suite(
+        "swe",
+        "Every gfcr/SWE-v0 task: a bug in inflection, parse, cachetools or toolz, judged by its own tests.",
+        (SuiteEntry("gfcr/SWE-v0", {"dataset": "all"}),),
+    )
+
+
 register_suite("math", _math)
 register_suite("browser", _browser)
 register_suite("code", _code)
 register_suite("dialogue", _dialogue)
 register_suite("sql", _sql)
+register_suite("swe", _swe)
 register_suite("smoke", _smoke)
