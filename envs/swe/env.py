@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from gfcr.core import Action, Message, Task, ToolSpec
@@ -219,19 +220,23 @@ class SWEEnv(TextEnv):
         return observation, info
 
     def respond(self, action: Action) -> Outcome:
-        if any(call.name == "submit" for call in action.tool_calls):
-            return self._final()
-        if action.tool_calls:
-            outcome = self.run_tools(action)
-        else:
+        calls = tuple(call for call in action.tool_calls if call.name != "submit")
+        submitted = len(calls) < len(action.tool_calls)
+        if calls:  # the other calls of a message run first, a submit among them last
+            outcome = self.run_tools(replace(action, tool_calls=calls))
+        elif not submitted:
             outcome = Outcome("Use the tools to work on the repository, then call submit().")
-        if self.turn < self.max_turns:
+        else:
+            return self._final()
+        if not submitted and self.turn < self.max_turns:
             return outcome
         final = self._final()
+        note = "\n\n" if submitted else "\n\n[turn limit] "
         return Outcome(
-            outcome.observation + "\n\n[turn limit] " + final.observation,
+            outcome.observation + note + final.observation,
             final.reward,
-            terminated=True,
+            terminated=final.terminated,
+            truncated=final.truncated,
             signals={**final.signals, "format_ok": outcome.signals.get("format_ok", False)},
             messages=(
                 *(outcome.messages or (Message("user", outcome.observation),)),
@@ -248,11 +253,10 @@ class SWEEnv(TextEnv):
         try:
             resolution = self.verifier.judge(self.task, patch)
         except SandboxError as e:
-            message = f"The submission could not be judged: the sandbox failed ({e})."
+            message = f"The sandbox failed ({e}); this episode has no verdict."
             return Outcome(
                 message,
-                0.0,
-                terminated=True,
+                truncated=True,
                 signals={"format_ok": True, "submitted": True},
                 state={"patch": patch},
             )

@@ -203,3 +203,11 @@ def test_swe_tasks_lists_the_tasks_with_their_difficulty():
     assert all(row["difficulty"] in ("easy", "medium", "hard") and row["fail_to_pass"] for row in rows)
     unknown = CliRunner().invoke(app, ["swe-tasks", "numpy"])
     assert unknown.exit_code == 2 and "unknown project 'numpy'" in unknown.output
+
+
+def test_a_message_that_patches_and_submits_is_judged_after_its_patch(env):
+    obs, info = env.reset(options={"task_id": "swe/inflection-2"})
+    both = call("apply_patch", patch=info["task"].gold) + "\n" + call("submit")
+    observation, reward, terminated, _, step_info = env.step(both)
+    assert (reward, terminated) == (1.0, True) and step_info["signals"]["resolved"]
+    assert observation.startswith("Patch applied.") and "Resolved." in observation
