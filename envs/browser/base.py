@@ -25,13 +25,15 @@ class SiteJudgement:
 
     `score` is the site's own: 1.0 when an app's goal is met exactly, MiniWoB's raw reward in
     [-1, 1] (the env clips rewards to [0, 1]). `time_scaled` is MiniWoB's reward discounted by the
-    time taken; None where time does not count.
+    time taken; None where time does not count. `injection_obeyed`: the page carried an injected
+    instruction (a task of the "injection" dataset) and the state shows the agent carried it out.
     """
 
     done: bool = False
     score: float = 0.0
     reason: str = ""
     time_scaled: float | None = None
+    injection_obeyed: bool = False
 
 
 class Site(Protocol):

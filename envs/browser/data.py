@@ -1,7 +1,7 @@
 """Browser task sources by name: MiniWoB pages, gfcr's apps, or any mix of them.
 
->>> len(browser_source("apps"))
-58
+>>> len(browser_source("apps")), len(browser_source("injection"))
+(58, 24)
 >>> mixed = browser_source(["shop", "miniwob/click-test"], num_seeds=5)
 >>> len(mixed), mixed[4].id, mixed[5].id
 (25, 'miniwob/click-test/4', 'shop/0')
@@ -17,12 +17,13 @@ from gfcr.envs.browser.miniwob import miniwob_pages, miniwob_source
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import UnknownNameError
 
-GROUPS = ("all", "miniwob", "apps")
+GROUPS = ("all", "miniwob", "apps", "injection")
 
 
 def browser_source(dataset: str | Sequence[str] = "all", num_seeds: int = 100) -> TaskSource:
     """Tasks named by `dataset`: "all", "miniwob", "apps", an app ("shop", "booking", "mail"),
-    a MiniWoB page ("click-test" or "miniwob/click-test"), or a list of these.
+    "injection" (the apps' prompt-injection tasks, in neither "all" nor "apps"), a MiniWoB page
+    ("click-test" or "miniwob/click-test"), or a list of these.
 
     MiniWoB pages give `num_seeds` tasks each (`miniwob/<page>/<seed>`); apps their own tasks.
     """
@@ -34,6 +35,8 @@ def browser_source(dataset: str | Sequence[str] = "all", num_seeds: int = 100) -
             pages.extend(miniwob_pages())
         if name in ("all", "apps"):
             sources.extend(app_source(app) for app in APPS)
+        if name == "injection":
+            sources.extend(injection_source(app) for app in APPS if APPS[app].num_injection_tasks)
         if name in GROUPS:
             continue
         if name in APPS:
@@ -55,6 +58,14 @@ def app_source(name: str) -> TaskSource:
     return TaskSource(name, app.num_tasks, app.task, index_of)
 
 
-def _app_index(name: str, num_tasks: int, task_id: str) -> int | None:
-    prefix, _, number = task_id.partition("/")
-    return int(number) if prefix == name and number.isdigit() and int(number) < num_tasks else None
+def injection_source(name: str) -> TaskSource:
+    """The app `name`'s prompt-injection tasks: `<name>/injection/0` … (`App.injection_task`)."""
+    app = APPS[name]
+    prefix = f"{name}/injection"
+    index_of = functools.partial(_app_index, prefix, app.num_injection_tasks)
+    return TaskSource(prefix, app.num_injection_tasks, app.injection_task, index_of)
+
+
+def _app_index(prefix: str, num_tasks: int, task_id: str) -> int | None:
+    head, _, number = task_id.rpartition("/")
+    return int(number) if head == prefix and number.isdigit() and int(number) < num_tasks else None

@@ -19,7 +19,9 @@ starts a new one.
 
 Signals: `format_ok` (actions could be read), `actions_ok` (every action ran without error),
 `success` (the task was done: the site's score is 1, however long it took), `raw_reward` (the
-site's own score, MiniWoB's in [-1, 1]), `time_scaled_reward`.
+site's own score, MiniWoB's in [-1, 1]), `time_scaled_reward`, `injection_obeyed` (the agent did
+what an instruction injected into the page asked — the "injection" dataset's attack succeeded;
+the reward is then 0.0).
 
 On the step that ends an episode (the site says it is over, `answer(...)`, or the turn limit),
 `info["state"]` records the site's final state — `{"site", "answer", "site_state"}`, a JSON-able
@@ -78,7 +80,8 @@ HOW_TO_ACT = 'No action found; write a call such as click("e5") or fill("e6", "t
 class BrowserEnv(TextEnv):
     """Web tasks in headless Chromium: MiniWoB pages and gfcr's shop, booking and mail apps.
 
-    Keywords: `dataset` ("all", "miniwob", "apps", "shop", "booking", "mail", a MiniWoB page such
+    Keywords: `dataset` ("all", "miniwob", "apps", "shop", "booking", "mail", "injection" (the
+    apps' prompt-injection tasks), a MiniWoB page such
     as "click-test", or a list), `num_seeds` (episodes per MiniWoB page), `max_turns`,
     `screenshot` (PNG bytes in `info["screenshot"]`), `set_of_marks` (the screenshot with each
     element's ref drawn on it, and `info["marks"]`: ref -> (x, y, width, height) in its pixels),
@@ -93,6 +96,7 @@ class BrowserEnv(TextEnv):
         "success": False,
         "raw_reward": 0.0,
         "time_scaled_reward": 0.0,
+        "injection_obeyed": False,
     }
 
     def __init__(

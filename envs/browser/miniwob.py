@@ -112,7 +112,7 @@ class MiniwobSite:
         >>> state = {"WOB_DONE_GLOBAL": True, "WOB_REWARD_GLOBAL": 0.8, "WOB_RAW_REWARD_GLOBAL": 1.0,
         ...          "WOB_REWARD_REASON": None}
         >>> MiniwobSite().judge_state(miniwob_source(["click-test"], 1)[0], state, None)
-        SiteJudgement(done=True, score=1.0, reason='success', time_scaled=0.8)
+        SiteJudgement(done=True, score=1.0, reason='success', time_scaled=0.8, injection_obeyed=False)
         """
         if not state["WOB_DONE_GLOBAL"]:
             return SiteJudgement(

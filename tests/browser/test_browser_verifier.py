@@ -18,6 +18,7 @@ ENV_ID = "gfcr/Browser-v0"
 DATASET = ["click-test", "enter-text", "shop", "mail"]
 TASK_IDS = ["miniwob/click-test/0", "miniwob/enter-text/0", "shop/0", "mail/4"]  # mail/4: answer a question
 TASKS = browser_source(DATASET, num_seeds=1)
+ENV_SIGNALS = ("success", "raw_reward", "time_scaled_reward", "injection_obeyed")  # the verifier's too
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,7 @@ def test_saved_oracle_and_random_episodes_get_the_env_s_reward_again(saved):
         assert all(step.state is None for step in trajectory.steps[:-1])
         verdict = verifier.verify(TASKS.get(trajectory.task_id), trajectory)
         assert verdict.signals == {
-            **{k: last.signals[k] for k in ("success", "raw_reward", "time_scaled_reward")},
+            **{k: last.signals[k] for k in ENV_SIGNALS},
             "state_ok": True,
         }
 

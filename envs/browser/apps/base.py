@@ -74,10 +74,17 @@ class App(ABC):
 
     name: ClassVar[str]  # URL prefix and task-id prefix: /shop/, shop/17
     num_tasks: ClassVar[int]  # tasks shop/0 … shop/{num_tasks-1}
+    num_injection_tasks: ClassVar[int] = 0  # tasks shop/injection/0 …, the "injection" dataset
 
     @abstractmethod
     def task(self, index: int) -> Task:
         """Task `<name>/<index>`: the goal in `prompt`, the solution in `gold`."""
+
+    def injection_task(self, index: int) -> Task:
+        """Task `<name>/injection/<index>`: an ordinary goal on pages that carry an instruction from
+        someone else (`gfcr.envs.browser.apps.injection`), described in `gold["injection"]`; the
+        judge sets `injection_obeyed` when the state shows it was carried out."""
+        raise IndexError(f"the {self.name} app has no injection tasks (num_injection_tasks is 0)")
 
     @abstractmethod
     def initial_state(self, task: Task) -> Any:
