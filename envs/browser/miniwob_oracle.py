@@ -368,4 +368,42 @@ def _search_engine(page: PageView) -> list[str]:
     return [click(results[index % 3])]
 
 
+# -- elements with refs only since scripted elements get roles (gfcr.envs.browser.actionable) ----
+
+
+@solves("click-link")
+def _click_link(page: PageView) -> list[str]:
+    return [click(page.find("link", quoted(page.goal)[0]))]
+
+
+@solves("click-tab-2", "click-tab-2-easy", "click-tab-2-medium", "click-tab-2-hard")
+def _click_tab_2(page: PageView) -> list[str]:
+    """The link is in one tab's panel: click it if the open panel has it, else open the next tab."""
+    link = page.find("link", quoted(page.goal)[0])
+    if link is not None:
+        return [click(link)]
+    tabs = page.find_all("tab")
+    shown = next(i for i, tab in enumerate(tabs) if "selected" in tab.attrs)
+    return [click(tabs[shown + 1].find("link"))]
+
+
+@solves("drag-box")
+def _drag_box(page: PageView) -> list[str]:
+    small, large = ref(page.find("button", "s")), ref(page.find("button", "L"))
+    return [call("drag_and_drop", small, large), submit(page)]
+
+
+@solves("social-media")
+def _social_media(page: PageView) -> list[str]:
+    """Reply, retweet and like are icons of the user's post; the others are in its "more" menu."""
+    user, action = re.fullmatch(r'For the user (@\S+), click on the "(.+)" button\.', page.goal).groups()
+    # the post: the innermost node holding the user's name and the post's buttons
+    post = [node for node in page.root.walk() if user in node.all_text() and node.find("button", "more")][-1]
+    icon = post.find("button", action.lower())
+    if icon is not None:
+        return [click(icon)]
+    item = next((node for node in post.find_all("listitem") if node.all_text().startswith(action)), None)
+    return [click(item)] if item is not None else [click(post.find("button", "more"))]
+
+
 SOLVED_PAGES: tuple[str, ...] = tuple(sorted(SOLVERS))
