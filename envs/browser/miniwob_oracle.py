@@ -396,7 +396,7 @@ def _drag_box(page: PageView) -> list[str]:
 @solves("social-media")
 def _social_media(page: PageView) -> list[str]:
     """Reply, retweet and like are icons of the user's post; the others are in its "more" menu."""
-    user, action = re.fullmatch(r'For the user (@\S+), click on the "(.+)" button\.', page.goal).groups()
+    user, action = page.goal.split()[3].rstrip(","), quoted(page.goal)[0]  # For the user @x, click on "Y"
     # the post: the innermost node holding the user's name and the post's buttons
     post = [node for node in page.root.walk() if user in node.all_text() and node.find("button", "more")][-1]
     icon = post.find("button", action.lower())
