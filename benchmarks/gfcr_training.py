@@ -43,8 +43,9 @@ T_975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31
 
 
 def finished(out: Path) -> bool:
-    """Whether `out` holds a run that spent its budget."""
-    return (out / "metrics.jsonl").exists() and any("run/stopped_for" in m for m in read_metrics(out))
+    """Whether `out` holds a run that spent its budget (one stopped by its time limit did not)."""
+    metrics = read_metrics(out) if (out / "metrics.jsonl").exists() else []
+    return any(m.get("run/stopped_for") == "sample_budget" for m in metrics)
 
 
 def run(
