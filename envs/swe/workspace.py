@@ -54,7 +54,7 @@ class Workspace:
         note = ""
         if self._session is None or not self._session.alive:
             note = self._open()
-        result = self._session.run(_CALL.format(name=function), stdin=json.dumps(arguments))  # type: ignore[union-attr]
+        result = self._cell(function, arguments)
         if not result.ok:
             self._close_session()
             lost = (
@@ -98,9 +98,13 @@ class Workspace:
             else ""
         )
 
-    def _run(self, function: str, **arguments: Any) -> Any:
+    def _cell(self, function: str, arguments: dict[str, Any]) -> ExecResult:
+        """One session cell calling kit function `function` with `arguments` (JSON on stdin)."""
         assert self._session is not None
-        result = self._session.run(_CALL.format(name=function), stdin=json.dumps(arguments))
+        return self._session.run(_CALL.format(name=function), stdin=json.dumps(arguments))
+
+    def _run(self, function: str, **arguments: Any) -> Any:
+        result = self._cell(function, arguments)
         if not result.ok:
             raise SandboxError(f"the SWE kit's {function} failed: {format_result(result)}")
         return _answer(result, function)
