@@ -1,0 +1,23 @@
+"""Scripted solvers of MiniWoB tasks that read only the observation: the goal and the page tree.
+
+Each solver maps the latest page to the next actions, like an agent would: it parses the goal
+("Enter "Keli" into the text field…"), finds the elements by role and name, and answers with
+calls such as `fill("e6", "Keli")`. Multi-step tasks (searching, guessing, autocomplete) decide from
+what the page shows now, so a solver needs no memory. `SOLVED_PAGES` lists the pages covered;
+the tests check that each reaches reward 1.0.
+
+>>> from gfcr.envs.browser.snapshot import render_page
+>>> page = PageView.parse(render_page('Enter "Keli" into the text field and press Submit.', "/",
+...     '- textbox [ref=e6]\\n- button "Submit" [ref=e7]'))
+>>> next_actions("enter-text", page)
+['fill("e6", "Keli")', 'click("e7")']
+"""
+
+from __future__ import annotations
+
+from gfcr.envs.browser.miniwob_oracle import clicking, forms, pointer, social  # noqa: F401  (they register)
+from gfcr.envs.browser.miniwob_oracle.base import SOLVERS, PageView, next_actions
+
+SOLVED_PAGES: tuple[str, ...] = tuple(sorted(SOLVERS))
+
+__all__ = ["SOLVED_PAGES", "SOLVERS", "PageView", "next_actions"]

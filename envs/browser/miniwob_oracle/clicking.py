@@ -1,0 +1,133 @@
+"""Solvers of the pages done by clicking buttons, links, tabs, checkboxes and options."""
+
+from __future__ import annotations
+
+import re
+
+from gfcr.envs.browser.miniwob_oracle.base import (
+    click,
+    fill,
+    listed,
+    ordinal,
+    quoted,
+    solves,
+    submit,
+    textboxes,
+)
+from gfcr.envs.browser.snapshot import PageView
+
+
+@solves("click-test")
+def _click_test(page: PageView) -> list[str]:
+    return [click(page.find("button"))]
+
+
+@solves("click-test-2")
+def _click_test_2(page: PageView) -> list[str]:
+    return [click(page.find("button", page.goal.split("button ")[1].rstrip(".")))]
+
+
+@solves("click-button", "unicode-test")
+def _click_button(page: PageView) -> list[str]:
+    return [click(page.find("button", quoted(page.goal)[0]))]
+
+
+@solves("click-button-sequence")
+def _click_button_sequence(page: PageView) -> list[str]:
+    return [click(page.find("button", "ONE")), click(page.find("button", "TWO"))]
+
+
+@solves("click-dialog")
+def _click_dialog(page: PageView) -> list[str]:
+    return [click(page.find("button", "Close"))]
+
+
+@solves("click-dialog-2")
+def _click_dialog_2(page: PageView) -> list[str]:
+    label = quoted(page.goal)[0]
+    return [click(page.find("button", "Close" if label == "x" else label))]
+
+
+@solves("click-tab")
+def _click_tab(page: PageView) -> list[str]:
+    number = re.search(r"Tab #(\d+)", page.goal)
+    return [click(page.find("link", f"Tab #{number.group(1) if number else 1}"))]
+
+
+@solves("click-collapsible", "click-collapsible-nodelay")
+def _click_collapsible(page: PageView) -> list[str]:
+    return [click(page.find("tab")), submit(page)]
+
+
+@solves("focus-text")
+def _focus_text(page: PageView) -> list[str]:
+    return [click(page.find("textbox"))]
+
+
+@solves("focus-text-2")
+def _focus_text_2(page: PageView) -> list[str]:
+    return [click(textboxes(page)[ordinal(page.goal)])]
+
+
+@solves("click-checkboxes", "click-checkboxes-large", "click-checkboxes-transfer")
+def _click_checkboxes(page: PageView) -> list[str]:
+    wanted = listed(re.match(r"Select (.*) and click Submit", page.goal).group(1))  # type: ignore[union-attr]
+    return [click(page.find("checkbox", name)) for name in wanted] + [submit(page)]
+
+
+@solves("click-option")
+def _click_option(page: PageView) -> list[str]:
+    name = re.match(r"Select (.*) and click Submit", page.goal).group(1)  # type: ignore[union-attr]
+    return [click(page.find("radio", name)), submit(page)]
+
+
+@solves("odd-or-even")
+def _odd_or_even(page: PageView) -> list[str]:
+    actions = []
+    for row in page.find_all("generic"):
+        buttons = [child for child in row.children if child.role == "button"]
+        numbers = [child.text for child in row.children if re.fullmatch(r"-?\d+", child.text)]
+        if len(buttons) == 2 and numbers:
+            actions.append(click(buttons[0] if int(numbers[0]) % 2 else buttons[1]))
+    return [*actions, submit(page)]
+
+
+@solves("generate-number")
+def _generate_number(page: PageView) -> list[str]:
+    shown = next((n.text for n in page.find_all("generic") if re.fullmatch(r"-|\d+", n.text)), "-")
+    goal = page.goal
+    if shown.isdigit():
+        number = int(shown)
+        bound = re.search(r"(less|greater) than (\d+)", goal)
+        if bound:
+            good = number < int(bound.group(2)) if bound.group(1) == "less" else number > int(bound.group(2))
+        else:
+            good = (number % 2 == 1) == ("odd" in goal)
+        if good:
+            return [submit(page)]
+    return [click(page.find("button", "Generate"))]
+
+
+@solves("guess-number")
+def _guess_number(page: PageView) -> list[str]:
+    feedback = re.search(
+        r"The number is (higher|lower) than (\d+)", " ".join(n.all_text() for n in page.find_all("generic"))
+    )
+    guess = 5 if feedback is None else int(feedback.group(2)) + (1 if feedback.group(1) == "higher" else -1)
+    return [fill(page.find("spinbutton"), str(guess)), submit(page)]
+
+
+@solves("click-link")
+def _click_link(page: PageView) -> list[str]:
+    return [click(page.find("link", quoted(page.goal)[0]))]
+
+
+@solves("click-tab-2", "click-tab-2-easy", "click-tab-2-medium", "click-tab-2-hard")
+def _click_tab_2(page: PageView) -> list[str]:
+    """The link is in one tab's panel: click it if the open panel has it, else open the next tab."""
+    link = page.find("link", quoted(page.goal)[0])
+    if link is not None:
+        return [click(link)]
+    tabs = page.find_all("tab")
+    shown = next(i for i, tab in enumerate(tabs) if "selected" in tab.attrs)
+    return [click(tabs[shown + 1].find("link"))]
