@@ -2,12 +2,105 @@
 
 from __future__ import annotations
 
+import re
+
 from gfcr.envs.browser.actions import format_call as call
-from gfcr.envs.browser.miniwob_oracle.base import ref, solves, submit
-from gfcr.envs.browser.snapshot import PageView
+from gfcr.envs.browser.miniwob_oracle.base import fill, ordinal, ref, solves, submit
+from gfcr.envs.browser.snapshot import Node, PageView
+
+# Points at the edges of the 800x600 viewport: a drag there moves a thing as far as it goes that way.
+EDGES = {"left": [0, 300], "right": [799, 300], "up": [400, 0], "down": [400, 599]}
+MOVE = re.compile(r"Drag (.+?) (?:to the (.+?)(?: position)?|(up|down|left|right) by one(?: position)?)\.")
+ROWS = {"top": 0, "center": 1, "bottom": 2}
+COLUMNS = {"left": 0, "center": 1, "right": 2}
+# The colours use-colorwheel names, as CSS defines them (CSS Color Module Level 4, named colours).
+CSS_COLORS = {
+    "black": "000000", "white": "ffffff", "aqua": "00ffff", "blue": "0000ff", "gray": "808080",
+    "green": "008000", "lime": "00ff00", "maroon": "800000", "navy": "000080", "olive": "808000",
+    "purple": "800080", "red": "ff0000", "silver": "c0c0c0", "teal": "008080", "yellow": "ffff00",
+    "pink": "ffc0cb", "magenta": "ff00ff", "gold": "ffd700", "orange": "ffa500",
+}  # fmt: skip
+
+
+def _drag(source: Node, target: Node | list[int]) -> str:
+    return call("drag_and_drop", ref(source), target if isinstance(target, list) else ref(target))
 
 
 @solves("drag-box")
 def _drag_box(page: PageView) -> list[str]:
-    small, large = ref(page.find("button", "s")), ref(page.find("button", "L"))
-    return [call("drag_and_drop", small, large), submit(page)]
+    return [_drag(page.get("button", "s"), page.get("button", "L")), submit(page)]
+
+
+@solves("drag-items", "drag-items-grid")
+def _drag_items(page: PageView) -> list[str]:
+    match = MOVE.search(page.goal)
+    if match is None:
+        raise LookupError(f"no move in the goal {page.goal!r}")
+    name, place, step = match.groups()
+    items = page.find_all("listitem")
+    start = next(index for index, item in enumerate(items) if item.all_text() == name)
+    columns = 3 if len(items) == 9 else 1
+    if step:
+        goal = start + {"up": -columns, "down": columns, "left": -1, "right": 1}[step]
+    elif columns == 1:
+        goal = {"top": 0, "bottom": len(items) - 1}.get(place, ordinal(place))
+    else:  # "top left" ... "center" ... "bottom right"
+        row, _, column = place.partition(" ")
+        goal = 3 * ROWS[row] + COLUMNS[column or "center"]
+    return [_drag(items[start], _drop_on(items, start, goal, columns))]
+
+
+def _drop_on(items: list[Node], start: int, goal: int, columns: int) -> Node:
+    """Where to drop an item of a jQuery UI sortable so that it lands at index `goal`.
+
+    The sortable moves the dragged item past another once the pointer is past that item's middle
+    (at or below it going down or right, above it going up or left). A drop lands on its target's
+    middle, which Chromium floors to whole pixels: the list's rows have fractional middles, so a
+    drop on one counts as above it; the grid's cells have whole ones, so it counts as below or right.
+    Where a drop on the goal item itself would stop short, the solver drops on the next one along
+    (or, going up the grid, on the goal's label, which sits in the top half of its cell). There is
+    none past the list's last row or the grid's left column: those moves fall short.
+    """
+    if columns == 1:
+        return items[goal + 1] if start < goal < len(items) - 1 else items[goal]
+    column, start_column = goal % columns, start % columns
+    if column == start_column:  # straight up or down
+        return items[goal] if goal > start else items[goal].children[0]
+    return items[goal - 1] if 0 < column < start_column else items[goal]
+
+
+@solves("drag-sort-numbers")
+def _drag_sort_numbers(page: PageView) -> list[str]:
+    """Selection sort, one drag a step: the smallest number not yet in place goes to the first wrong place."""
+    items = page.find_all("listitem")
+    numbers = [int(item.all_text()) for item in items]
+    for place, number in enumerate(numbers):
+        smallest = min(range(place, len(numbers)), key=numbers.__getitem__)
+        if numbers[smallest] < number:
+            return [_drag(items[smallest], items[place])]
+    return [submit(page)]
+
+
+@solves("drag-circle", "drag-single-shape")
+def _drag_shape(page: PageView) -> list[str]:
+    direction = re.search(r"Drag the \w+ (\w+)", page.goal).group(1)  # type: ignore[union-attr]
+    shape = page.get("img").children[0]
+    return [_drag(shape, EDGES[direction]), submit(page)]
+
+
+@solves("resize-textarea")
+def _resize_textarea(page: PageView) -> list[str]:
+    """Pull the textarea's bottom (height) or right (width) handle towards the viewport's edge or back."""
+    larger = "larger" in page.goal
+    if "height" in page.goal:
+        handle, direction = "ui-resizable-s", "down" if larger else "up"
+    else:
+        handle, direction = "ui-resizable-e", "right" if larger else "left"
+    return [_drag(page.get("button", f"ui-resizable-handle {handle}"), EDGES[direction]), submit(page)]
+
+
+@solves("use-colorwheel")
+def _use_colorwheel(page: PageView) -> list[str]:
+    """The picker's text box takes the colour as hex digits, which is what the picker itself writes there."""
+    color = re.search(r"Select (\w+) with", page.goal).group(1)  # type: ignore[union-attr]
+    return [fill(page.find("textbox"), CSS_COLORS[color]), submit(page)]
