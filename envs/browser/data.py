@@ -2,6 +2,8 @@
 
 >>> len(browser_source("apps")), len(browser_source("injection"))
 (58, 24)
+>>> len(browser_source("solvable", num_seeds=1)) == len(SOLVED_PAGES)
+True
 >>> mixed = browser_source(["shop", "miniwob/click-test"], num_seeds=5)
 >>> len(mixed), mixed[4].id, mixed[5].id
 (25, 'miniwob/click-test/4', 'shop/0')
@@ -14,16 +16,18 @@ from collections.abc import Sequence
 
 from gfcr.envs.browser.apps import APPS
 from gfcr.envs.browser.miniwob import miniwob_pages, miniwob_source
+from gfcr.envs.browser.miniwob_oracle import SOLVED_PAGES
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import UnknownNameError
 
-GROUPS = ("all", "miniwob", "apps", "injection")
+GROUPS = ("all", "miniwob", "solvable", "apps", "injection")
 
 
 def browser_source(dataset: str | Sequence[str] = "all", num_seeds: int = 100) -> TaskSource:
-    """Tasks named by `dataset`: "all", "miniwob", "apps", an app ("shop", "booking", "mail"),
-    "injection" (the apps' prompt-injection tasks, in neither "all" nor "apps"), a MiniWoB page
-    ("click-test" or "miniwob/click-test"), or a list of these.
+    """Tasks named by `dataset`: "all", "miniwob", "solvable" (the MiniWoB pages that the scripted
+    oracle solves, `SOLVED_PAGES`), "apps", an app ("shop", "booking", "mail"), "injection" (the
+    apps' prompt-injection tasks, in neither "all" nor "apps"), a MiniWoB page ("click-test" or
+    "miniwob/click-test"), or a list of these.
 
     MiniWoB pages give `num_seeds` tasks each (`miniwob/<page>/<seed>`); apps their own tasks.
     """
@@ -33,6 +37,8 @@ def browser_source(dataset: str | Sequence[str] = "all", num_seeds: int = 100) -
     for name in names:
         if name in ("all", "miniwob"):
             pages.extend(miniwob_pages())
+        if name == "solvable":
+            pages.extend(SOLVED_PAGES)
         if name in ("all", "apps"):
             sources.extend(app_source(app) for app in APPS)
         if name == "injection":

@@ -51,7 +51,7 @@ from gfcr.envs.browser.marks import draw_marks, mark_boxes
 from gfcr.envs.browser.server import loopback_server
 from gfcr.envs.browser.sites import make_sites
 from gfcr.envs.browser.snapshot import PageView, render_page
-from gfcr.envs.browser.tab import MAX_WAIT_MS, Tab, fresh_tab
+from gfcr.envs.browser.tab import MAX_WAIT_MS, Tab, fresh_tab, open_ahead
 from gfcr.envs.browser.verifier import episode_result
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import BrowserError, ToolError, UnknownNameError
@@ -80,9 +80,9 @@ HOW_TO_ACT = 'No action found; write a call such as click("e5") or fill("e6", "t
 class BrowserEnv(TextEnv):
     """Web tasks in headless Chromium: MiniWoB pages and gfcr's shop, booking and mail apps.
 
-    Keywords: `dataset` ("all", "miniwob", "apps", "shop", "booking", "mail", "injection" (the
-    apps' prompt-injection tasks), a MiniWoB page such
-    as "click-test", or a list), `num_seeds` (episodes per MiniWoB page), `max_turns`,
+    Keywords: `dataset` ("all", "miniwob", "solvable" (the MiniWoB pages with a scripted solver),
+    "apps", "shop", "booking", "mail", "injection" (the apps' prompt-injection tasks), a MiniWoB
+    page such as "click-test", or a list), `num_seeds` (episodes per MiniWoB page), `max_turns`,
     `screenshot` (PNG bytes in `info["screenshot"]`), `set_of_marks` (the screenshot with each
     element's ref drawn on it, and `info["marks"]`: ref -> (x, y, width, height) in its pixels),
     `miniwob_time_limit_s`, `time_scaled`, `action_timeout_ms`,
@@ -421,9 +421,12 @@ class BrowserEnv(TextEnv):
     async def _open(self, task: Task) -> tuple[str, str]:
         episode = self._episode
         host, site = episode.started()
-        episode.tab = await fresh_tab(await host.browser(), loopback_server().origin, self.action_timeout_ms)
+        browser, origin = await host.browser(), loopback_server().origin
+        episode.tab = await fresh_tab(browser, origin, self.action_timeout_ms)
         goal = await site.open(episode.tab, task)
-        return goal, render_page(goal, episode.tab.path, await episode.tab.snapshot())
+        page = render_page(goal, episode.tab.path, await episode.tab.snapshot())
+        open_ahead(browser, origin)
+        return goal, page
 
     def _perform(self, calls: list[ToolCall]) -> list[Message]:
         """Run the calls in order; stop at the first error or when the episode is over."""

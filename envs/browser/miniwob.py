@@ -32,7 +32,8 @@ from gfcr.errors import UnknownNameError
 
 NO_LIMIT_MS = 1_000_000_000  # about 11 days: "no timer" for setTimeout (which overflows past 2**31 ms)
 HIDE = "#reward-display, #click-canvas, #sync-task-cover { display: none !important; }"
-START = """([seed, limitMs]) => {
+START = """([seed, limitMs, hide]) => {
+  document.head.appendChild(Object.assign(document.createElement("style"), { textContent: hide }));
   Math.seedrandom(seed);
   core.EPISODE_MAX_TIME = limitMs;
   core.startEpisodeReal();
@@ -93,8 +94,7 @@ class MiniwobSite:
 
     async def open(self, tab: Tab, task: Task) -> str:
         await tab.goto(f"/wob/miniwob/{task.metadata['page']}.html")
-        await tab.page.add_style_tag(content=HIDE)
-        await tab.page.evaluate(START, [task.metadata["seed"], self.limit_ms])
+        await tab.page.evaluate(START, [task.metadata["seed"], self.limit_ms, HIDE])
         await tab.page.wait_for_function("() => WOB_TASK_READY")
         await tab.rendered()  # e.g. the e-mail pages' icons load after the episode starts, and move things
         return str(await tab.page.evaluate(UTTERANCE))

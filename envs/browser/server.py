@@ -1,7 +1,8 @@
 """`LoopbackServer`: the HTTP server on 127.0.0.1 that serves every page the browser envs show.
 
 - `/wob/…`: the files of the `miniwob` package's `html/` folder (MiniWoB's task pages), read once
-  and kept in memory;
+  and kept in memory; a task page comes with its scripts and style sheets inlined (`inline_page`),
+  so that a reset loads one document, not five to ten;
 - `/static/…`: the apps' style sheet; `/blank`: an empty page, where new tabs wait;
 - `/<app>/…`: gfcr's own web apps, rendered per request from the state of the episode's session,
   which the `gfcr_session` cookie of the episode's browser context names.
@@ -15,6 +16,8 @@ from __future__ import annotations
 import http.server
 import logging
 import mimetypes
+import posixpath
+import re
 import secrets
 import sys
 import threading
@@ -35,6 +38,11 @@ logger = logging.getLogger(__name__)
 COOKIE = "gfcr_session"
 BLANK = "/blank"  # an empty page on the origin, where new tabs wait for their task
 MAX_BODY = 1 << 20
+NO_ICON = '<link rel="icon" href="data:,">'  # no favicon request: a page is loaded when its document is
+_SUBRESOURCE = re.compile(
+    r'<script src="(?P<script>[^":]+)"></script>|<link rel="stylesheet"(?: type="text/css")? href="(?P<style>[^":]+)">'
+)
+_CSS_URL = re.compile(r"""url\((['"]?)(?![a-z]+:|/|#)([^'")]+)\1\)""")
 
 
 @dataclass
@@ -75,6 +83,8 @@ class LoopbackServer:
         path = unquote(url.path)
         if path == BLANK:
             return 200, {"Content-Type": "text/html; charset=utf-8"}, b"<!DOCTYPE html><title>blank</title>"
+        if path.startswith("/wob/miniwob/") and path.endswith(".html"):
+            return _html(inline_page(miniwob_html(), path[len("/wob/") :]))
         if path.startswith("/wob/"):
             return _static(miniwob_html(), path[len("/wob/") :])
         if path.startswith("/static/"):
@@ -113,9 +123,53 @@ def _read(path: Path) -> bytes | None:
     return path.read_bytes() if path.is_file() else None
 
 
+@cache
+def inline_page(root: Path, relative: str) -> bytes | None:
+    """The HTML page `relative` under `root` with its local scripts and style sheets written into it.
+
+    Each `<script src>` and style sheet link to a file under `root` becomes the file's text in
+    place (style sheets' relative `url(...)`s rewritten to stay right), in the same order, so the
+    page runs as before; a script holding `</script` is left linked. A favicon link of `data:`
+    keeps the browser from asking for one. None if there is no such page.
+
+    >>> page = inline_page(miniwob_html(), "miniwob/click-test.html").decode()
+    >>> "<script src=" in page, "core.startEpisode" in page, page.count(NO_ICON)
+    (False, True, 1)
+    """
+    html = _read((root / relative).resolve()) if _inside(root, root / relative) else None
+    if html is None:
+        return None
+    folder = posixpath.dirname(relative)
+
+    def inlined(match: re.Match[str]) -> str:
+        linked = match.group("script") or match.group("style")
+        path = posixpath.normpath(posixpath.join(folder, linked))
+        content = _read((root / path).resolve()) if _inside(root, root / path) else None
+        text = content.decode("utf-8") if content is not None else ""
+        if content is None or "</script" in text.lower():
+            return match.group(0)
+        if match.group("script"):
+            return f"<script>{text}</script>"
+        base = posixpath.dirname(linked)
+        return "<style>" + _CSS_URL.sub(lambda m: f"url({m[1]}{posixpath.join(base, m[2])}{m[1]})", text) + "</style>"
+
+    page = _SUBRESOURCE.sub(inlined, html.decode("utf-8"))
+    return page.replace("<head>", "<head>" + NO_ICON, 1).encode("utf-8")
+
+
+def _inside(root: Path, path: Path) -> bool:
+    return path.resolve().is_relative_to(root.resolve())
+
+
+def _html(content: bytes | None) -> tuple[int, dict[str, str], bytes]:
+    if content is None:
+        return 404, {"Content-Type": "text/plain"}, b"not found"
+    return 200, {"Content-Type": "text/html; charset=utf-8"}, content
+
+
 def _static(root: Path, relative: str) -> tuple[int, dict[str, str], bytes]:
     path = (root / relative).resolve()
-    content = _read(path) if path.is_relative_to(root.resolve()) else None
+    content = _read(path) if _inside(root, path) else None
     if content is None:
         return 404, {"Content-Type": "text/plain"}, b"not found"
     kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"

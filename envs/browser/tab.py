@@ -447,10 +447,10 @@ _SPARES: weakref.WeakKeyDictionary[Any, asyncio.Future[Tab]] = weakref.WeakKeyDi
 
 
 async def fresh_tab(browser: Any, origin: str, timeout_ms: int) -> Tab:
-    """A never-used tab on `origin`: the one `browser` opened ahead, and the next is opened ahead.
+    """A never-used tab on `origin`: the one `open_ahead` opened for `browser`, else a new one.
 
-    Opening a page starts a renderer process, the slowest part of a reset; doing it ahead, while
-    the agent works, takes it off the next reset's path. Every episode still gets a new context.
+    Every episode gets a new context; opening its page starts a renderer process, the slowest part
+    of a reset, which `open_ahead` takes off the next reset's path.
     """
     spare, tab = _SPARES.pop(browser, None), None
     if spare is not None:
@@ -463,8 +463,18 @@ async def fresh_tab(browser: Any, origin: str, timeout_ms: int) -> Tab:
             tab = None
     if tab is None:
         tab = await Tab.open(browser, origin)
+    tab.set_timeout(timeout_ms)
+    return tab
+
+
+def open_ahead(browser: Any, origin: str) -> None:
+    """Start opening the tab that `fresh_tab` gives next, while the agent works on this episode.
+
+    Called once an episode's page is up: opened during the reset, it would take the CPU the page
+    being loaded needs.
+    """
+    if browser in _SPARES:
+        return
     ahead = asyncio.ensure_future(Tab.open(browser, origin))
     ahead.add_done_callback(lambda f: f.cancelled() or f.exception())  # a failure is handled when taken
     _SPARES[browser] = ahead
-    tab.set_timeout(timeout_ms)
-    return tab
