@@ -40,7 +40,8 @@ BLANK = "/blank"  # an empty page on the origin, where new tabs wait for their t
 MAX_BODY = 1 << 20
 NO_ICON = '<link rel="icon" href="data:,">'  # no favicon request: a page is loaded when its document is
 _SUBRESOURCE = re.compile(
-    r'<script src="(?P<script>[^":]+)"></script>|<link rel="stylesheet"(?: type="text/css")? href="(?P<style>[^":]+)">'
+    r'<script src="(?P<script>[^":]+)"></script>'
+    r'|<link rel="stylesheet"(?: type="text/css")? href="(?P<style>[^":]+)">'
 )
 _CSS_URL = re.compile(r"""url\((['"]?)(?![a-z]+:|/|#)([^'")]+)\1\)""")
 
@@ -151,7 +152,8 @@ def inline_page(root: Path, relative: str) -> bytes | None:
         if match.group("script"):
             return f"<script>{text}</script>"
         base = posixpath.dirname(linked)
-        return "<style>" + _CSS_URL.sub(lambda m: f"url({m[1]}{posixpath.join(base, m[2])}{m[1]})", text) + "</style>"
+        rebased = _CSS_URL.sub(lambda m: f"url({m[1]}{posixpath.join(base, m[2])}{m[1]})", text)
+        return f"<style>{rebased}</style>"
 
     page = _SUBRESOURCE.sub(inlined, html.decode("utf-8"))
     return page.replace("<head>", "<head>" + NO_ICON, 1).encode("utf-8")
