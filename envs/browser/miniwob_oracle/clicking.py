@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from gfcr.envs.browser.actions import format_call as call
 from gfcr.envs.browser.miniwob_oracle.base import (
     click,
     fill,
@@ -14,7 +15,7 @@ from gfcr.envs.browser.miniwob_oracle.base import (
     submit,
     textboxes,
 )
-from gfcr.envs.browser.snapshot import PageView
+from gfcr.envs.browser.snapshot import Node, PageView
 
 
 @solves("click-test")
@@ -131,3 +132,50 @@ def _click_tab_2(page: PageView) -> list[str]:
     tabs = page.find_all("tab")
     shown = next(i for i, tab in enumerate(tabs) if "selected" in tab.attrs)
     return [click(tabs[shown + 1].find("link"))]
+
+
+@solves("ascending-numbers")
+def _ascending_numbers(page: PageView) -> list[str]:
+    """Once "1" is clicked the numbers hide behind blank buttons, which keep the numbers' order."""
+    buttons = page.find_all("button")
+    named = [button for button in buttons if button.name.isdigit()]
+    return [click(min(named, key=lambda button: int(button.name)) if named else buttons[0])]
+
+
+@solves("click-test-transfer")
+def _click_test_transfer(page: PageView) -> list[str]:
+    return _by_keyboard(page.find("button", page.goal.split("button ")[1].rstrip(".")))
+
+
+@solves("button-delay")
+def _button_delay(page: PageView) -> list[str]:
+    seconds = int(re.search(r"wait (\d+) seconds?", page.goal).group(1))  # type: ignore[union-attr]
+    one = page.find("button", "ONE")
+    if one is None or "active" not in one.attrs:
+        return _by_keyboard(one)
+    # the wait is timed from click to click: the actions' own time (about 0.2 s) comes off the noop
+    return [call("press", "Enter"), call("noop", seconds * 1000 - 200), click(page.find("button", "TWO"))]
+
+
+def _by_keyboard(button: Node | None) -> list[str]:
+    """Tab until `button` has the focus, then press Enter: this reaches a button that another covers."""
+    if button is None:
+        raise LookupError("the button to press is not on the page")
+    return [call("press", "Enter" if "active" in button.attrs else "Tab")]
+
+
+@solves("find-greatest")
+def _find_greatest(page: PageView) -> list[str]:
+    """The face-down cards' numbers are in the page's text (hidden from sight by a zero font size)."""
+    cards = [button for button in page.find_all("button") if re.fullmatch(r"-?\d+", button.name)]
+    return [click(max(cards, key=lambda card: int(card.name))), submit(page)]
+
+
+@solves("stock-market")
+def _stock_market(page: PageView) -> list[str]:
+    """The price moves every 100 ms by up to $1.50: buy only with a margin, else watch it again."""
+    threshold = float(re.search(r"less than \$(\d+\.\d+)", page.goal).group(1))  # type: ignore[union-attr]
+    shown = re.search(r"Stock price: \$(\d+\.\d+)", page.root.all_text())
+    if shown and float(shown.group(1)) < threshold - 1.5:
+        return [click(page.find("button", "Buy"))]
+    return [call("noop", 50)]

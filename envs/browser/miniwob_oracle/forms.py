@@ -6,7 +6,7 @@ import re
 
 from gfcr.envs.browser.actions import format_call as call
 from gfcr.envs.browser.miniwob_oracle.base import click, fill, ordinal, quoted, ref, solves, submit, textboxes
-from gfcr.envs.browser.snapshot import PageView
+from gfcr.envs.browser.snapshot import Node, PageView
 
 
 @solves("enter-text", "enter-text-dynamic")
@@ -186,3 +186,63 @@ def _search_engine(page: PageView) -> list[str]:
         return [click(next(link for link in pages if link.name == str(wanted)))]
     results = [link for link in links if link not in pages and link.name not in ("<", ">")]
     return [click(results[index % 3])]
+
+
+@solves("sign-agreement")
+def _sign_agreement(page: PageView) -> list[str]:
+    """The name box and Agree open once the agreement is scrolled to its end (the wheel, over it)."""
+    if page.goal == "Click the cancel button.":
+        return [submit(page, "Cancel")]
+    name, button = quoted(page.goal)
+    box = page.find("textbox", "Name")
+    if box is not None and "disabled" in box.attrs:
+        return [call("hover", ref(page.find("textbox"))), call("scroll", 0, 10000)]
+    return [fill(box, name), submit(page, button)]
+
+
+@solves("login-user-popup")
+def _login_user_popup(page: PageView) -> list[str]:
+    """A pop-up may open when a box gets the focus: its Cancel closes it, its OK ends the episode."""
+    if page.find("button", "Cancel") is not None:
+        return [submit(page, "Cancel")]
+    username, password = quoted(page.goal)[:2]
+    first, second = textboxes(page)[:2]
+    return [fill(first, username), fill(second, password), submit(page, "OK")]
+
+
+@solves("copy-paste")
+def _copy_paste(page: PageView) -> list[str]:
+    """The text area is the box with text (it comes before or after the empty answer box)."""
+    boxes = textboxes(page)
+    source = next(box for box in boxes if box.text)
+    target = next(box for box in boxes if not box.text)
+    return [*_copied(source, target), submit(page)]
+
+
+@solves("copy-paste-2")
+def _copy_paste_2(page: PageView) -> list[str]:
+    *areas, target = textboxes(page)
+    return [*_copied(areas[ordinal(page.goal)], target), submit(page)]
+
+
+def _copied(source: Node, target: Node) -> list[str]:
+    """Copy and paste through the clipboard, as a person does: the text may end in a space."""
+    keys = [call("press", f"ControlOrMeta+{key}") for key in "ac"]
+    return [click(source), *keys, click(target), call("press", "ControlOrMeta+v")]
+
+
+@solves("form-sequence")
+def _form_sequence(page: PageView) -> list[str]:
+    """The slider's handle takes keys: Home or End moves it to an end, then each arrow one step."""
+    value = int(re.search(r"Select (-?\d+) with the slider", page.goal).group(1))  # type: ignore[union-attr]
+    checkbox = page.find_all("checkbox")[ordinal(page.goal)]
+    end, arrow, steps = ("Home", "ArrowRight", value + 10) if value <= 0 else ("End", "ArrowLeft", 10 - value)
+    keys = [call("press", key) for key in [end] + [arrow] * steps]
+    return [click(page.find("button", "")), *keys, click(checkbox), submit(page)]
+
+
+@solves("form-sequence-3")
+def _form_sequence_3(page: PageView) -> list[str]:
+    """The styled drop-down hides a plain <select>, which `select` sets."""
+    height = re.match(r"Choose (.*) from the dropdown", page.goal).group(1)  # type: ignore[union-attr]
+    return [call("select", ref(page.find("combobox")), height), submit(page, quoted(page.goal)[0])]
