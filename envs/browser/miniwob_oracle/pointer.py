@@ -53,20 +53,37 @@ def _drag_items(page: PageView) -> list[str]:
 def _drop_on(items: list[Node], start: int, goal: int, columns: int) -> Node:
     """Where to drop an item of a jQuery UI sortable so that it lands at index `goal`.
 
-    The sortable moves the dragged item past another once the pointer is past that item's middle
-    (at or below it going down or right, above it going up or left). A drop lands on its target's
-    middle, which Chromium floors to whole pixels: the list's rows have fractional middles, so a
-    drop on one counts as above it; the grid's cells have whole ones, so it counts as below or right.
-    Where a drop on the goal item itself would stop short, the solver drops on the next one along
-    (or, going up the grid, on the goal's label, which sits in the top half of its cell). There is
-    none past the list's last row or the grid's left column: those moves fall short.
+    The sortable puts the dragged item after another once the pointer is past that item's middle
+    moving down or right, and before it once the pointer is short of its middle moving up or left.
+    A drop lands on its target's middle, and Chromium floors the pointer to whole pixels.
     """
-    if columns == 1:
+    if columns == 1:  # the rows' middles are fractional: a drop on one counts as above it
         return items[goal + 1] if start < goal < len(items) - 1 else items[goal]
-    column, start_column = goal % columns, start % columns
-    if column == start_column:  # straight up or down
-        return items[goal] if goal > start else items[goal].children[0]
-    return items[goal - 1] if 0 < column < start_column else items[goal]
+    return _grid_drop(items, start, goal, columns)
+
+
+def _grid_drop(items: list[Node], start: int, goal: int, columns: int) -> Node:
+    """The grid's cells have whole-pixel middles, so a drop on one counts as right on it.
+
+    The dragged cell then goes after the cell it arrives on moving right or straight down, and
+    before the cell whose label (in the top half of its cell) it arrives on moving straight up;
+    moving left it goes through the goal cell to stop on the one past it. Other moves (onto the
+    left column from the right, or up and right onto the cell that should follow) fall short.
+    """
+
+    def moves(position: int) -> tuple[int, int]:
+        return position % columns - start % columns, position // columns - start // columns
+
+    before, after = (goal, goal + 1) if goal > start else (goal - 1, goal)  # its new neighbours' cells
+    right, down = moves(before)
+    if before >= 0 and (right > 0 or (right == 0 and down > 0)):
+        return items[before]
+    right, down = moves(after)
+    if after < len(items) and right == 0 and down < 0:
+        return items[after].children[0]
+    if 0 < goal % columns < start % columns:
+        return items[goal - 1]
+    return items[goal]
 
 
 @solves("drag-sort-numbers")
