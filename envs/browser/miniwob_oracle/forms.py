@@ -246,3 +246,31 @@ def _form_sequence_3(page: PageView) -> list[str]:
     """The styled drop-down hides a plain <select>, which `select` sets."""
     height = re.match(r"Choose (.*) from the dropdown", page.goal).group(1)  # type: ignore[union-attr]
     return [call("select", ref(page.find("combobox")), height), submit(page, quoted(page.goal)[0])]
+
+
+@solves("text-transform")
+def _text_transform(page: PageView) -> list[str]:
+    """The skewed captcha is one element per character."""
+    captcha = next(
+        node
+        for node in page.find_all("generic")
+        if node.children and all(len(letter.text) == 1 for letter in node.children)
+    )
+    return [fill(page.find("textbox"), "".join(letter.text for letter in captcha.children)), submit(page)]
+
+
+@solves("terminal")
+def _terminal(page: PageView) -> list[str]:
+    """List the files with `ls`, then `rm` one with the goal's extension (or with none)."""
+    lines = [node.text for node in page.find_all("generic")]
+    if "user$ ls" not in lines:
+        command = "ls"
+    else:
+        ending = re.search(r"extension (\.\S+)", page.goal)
+        files = lines[lines.index("user$ ls") + 1].split()
+        fitting = [file for file in files if (file.endswith(ending.group(1)) if ending else "." not in file)]
+        command = "rm " + fitting[0]
+    # keys go to the terminal's hidden input, which a click on the terminal focuses
+    box = page.get("textbox")
+    focus = [] if "active" in box.attrs else [click(page.get("generic", text="terminal"))]
+    return [*focus, call("type", command), call("press", "Enter")]
