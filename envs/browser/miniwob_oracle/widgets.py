@@ -1,0 +1,83 @@
+"""Solvers of the pages built on widgets: sliders, pie menus, accordions, multi-select lists, games."""
+
+from __future__ import annotations
+
+import re
+
+from gfcr.envs.browser.actions import MAX_CALLS
+from gfcr.envs.browser.actions import format_call as call
+from gfcr.envs.browser.miniwob_oracle.base import click, quoted, solves, submit
+from gfcr.envs.browser.snapshot import PageView
+
+
+def _slide(page: PageView, wanted: list[int]) -> list[str]:
+    """Set the page's jQuery UI sliders to `wanted` by keyboard, in page order, then submit.
+
+    Tab focuses each handle in turn (a click on a small slider's handle moves it); ArrowUp and
+    ArrowDown step a horizontal and a vertical slider alike. A message holds at most `MAX_CALLS`
+    calls: when the steps need more, the message ends by clicking the goal text, which takes the
+    focus off the handles, so that the next one starts again from the first.
+    """
+    keys = []
+    for shown, number in zip(_slider_values(page), wanted, strict=True):
+        steps = number - int(shown)
+        keys += ["Tab"] + ["ArrowUp" if steps > 0 else "ArrowDown"] * abs(steps)
+    last = submit(page) if len(keys) < MAX_CALLS else click(page.find("generic", text=page.goal))
+    return [call("press", key) for key in keys[: MAX_CALLS - 1]] + [last]
+
+
+def _slider_values(page: PageView) -> list[str]:
+    """The value shown right after each slider's handle (a nameless button)."""
+    values = []
+    for parent in page.root.walk():
+        for handle, value in zip(parent.children, parent.children[1:], strict=False):
+            if handle.role == "button" and not handle.name and re.fullmatch(r"-?\d+", value.text):
+                values.append(value.text)
+    return values
+
+
+@solves("use-slider")
+def _use_slider(page: PageView) -> list[str]:
+    wanted = int(re.search(r"Select (-?\d+)", page.goal).group(1))  # type: ignore[union-attr]
+    return _slide(page, [wanted])
+
+
+@solves("use-slider-2")
+def _use_slider_2(page: PageView) -> list[str]:
+    combination = re.search(r"\[([-\d,\s]+)\]", page.goal).group(1)  # type: ignore[union-attr]
+    wanted = [int(number) for number in combination.split(",")]
+    return _slide(page, wanted)
+
+
+@solves("click-pie", "click-pie-nodelay")
+def _click_pie(page: PageView) -> list[str]:
+    """The wheel's spreader, labelled "+" while closed, opens it; then the labelled item is clickable."""
+    label = quoted(page.goal)[0]
+    wheel = page.get("img")
+    spreader = [node for node in wheel.children if node.text in ("+", "-")][-1]
+    item = wheel.find("generic", text=label)
+    return [click(spreader), click(item)] if spreader.text == "+" else [click(item)]
+
+
+@solves("click-collapsible-2", "click-collapsible-2-nodelay")
+def _click_collapsible_2(page: PageView) -> list[str]:
+    """Open the sections one after another until the link shows."""
+    link = page.find("link", quoted(page.goal)[0])
+    if link is not None:
+        return [click(link)]
+    tabs = page.find_all("tab")
+    opened = [i for i, tab in enumerate(tabs) if "expanded" in tab.attrs]
+    return [click(tabs[opened[-1] + 1 if opened else 0])]
+
+
+@solves("click-scroll-list")
+def _click_scroll_list(page: PageView) -> list[str]:
+    """A click selects one option alone; Control+ArrowDown moves on without selecting, Control+Space adds."""
+    names = re.match(r"Select (.*) from the scroll list", page.goal).group(1)  # type: ignore[union-attr]
+    options = list(page.get("listbox").find_all("option"))
+    # names may hold a comma themselves ("Korea, Republic of"): match each option against the list
+    wanted = [i for i, node in enumerate(options) if re.search(rf"(^|, ){re.escape(node.name)}(, |$)", names)]
+    actions = [click(options[wanted[0]])]
+    for before, after in zip(wanted, wanted[1:], strict=False):
+        actions += [call("press", "Control+ArrowDown")] * (after - before) + [call("press", "Control+Space")]
+    return [*actions, submit(page)]
