@@ -81,3 +81,26 @@ def _click_scroll_list(page: PageView) -> list[str]:
     for before, after in zip(wanted, wanted[1:], strict=False):
         actions += [call("press", "Control+ArrowDown")] * (after - before) + [call("press", "Control+Space")]
     return [*actions, submit(page)]
+
+
+MONTHS = "January February March April May June July August September October November December".split()
+
+
+@solves("choose-date", "choose-date-easy", "choose-date-medium", "choose-date-nodelay")
+def _choose_date(page: PageView) -> list[str]:
+    """Open the jQuery UI date picker, step to the goal's month with Prev/Next (one click a turn, as
+    the calendar is drawn anew each time), then click the day."""
+    date = re.search(r"(\d\d)/(\d\d)/(\d{4})", page.goal).group(0)  # type: ignore[union-attr]
+    month, day, year = (int(part) for part in date.split("/"))
+    box = page.get("textbox")
+    if box.text == date:
+        return [submit(page)]
+    titles = (node.text for node in page.find_all("generic") if re.fullmatch(r"[A-Z][a-z]+ \d{4}", node.text))
+    shown = next(titles, None)
+    if shown is None:
+        return [click(box)]
+    shown_name, shown_year = shown.split()
+    months_ahead = (year - int(shown_year)) * 12 + month - 1 - MONTHS.index(shown_name)
+    if months_ahead:
+        return [click(page.find("generic", "Next" if months_ahead > 0 else "Prev"))]
+    return [click(page.get("table").find("link", str(day)))]
