@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from gfcr.envs.browser.actions import format_call as call
-from gfcr.envs.browser.miniwob_oracle.base import click, fill, quoted, solves
+from gfcr.envs.browser.miniwob_oracle.base import click, fill, quoted, solves, submit
 from gfcr.envs.browser.snapshot import Node, PageView
 
 # a capitalized word of the goal, perhaps a person's name ("Dee Dee" and "Ann-Marie" are one)
@@ -25,6 +25,21 @@ def _social_media(page: PageView) -> list[str]:
         return [click(icon)]
     item = next((node for node in post.find_all("listitem") if node.all_text().startswith(action)), None)
     return [click(item)] if item is not None else [click(post.find("button", "more"))]
+
+
+@solves("social-media-all", "social-media-some")
+def _social_media_all(page: PageView) -> list[str]:
+    """Toggle the icon on all the user's posts, or on as many as the goal counts, then submit."""
+    action = quoted(page.goal)[0].lower()  # Click the "Like" button on [3 posts | all posts] by @x and ...
+    user = re.search(r" by (@\S+) and", page.goal).group(1)  # type: ignore[union-attr]
+    posts = [
+        post
+        for post in page.find_all("generic")
+        if post.children and post.children[0].text.endswith(f" {user}")
+    ]
+    count = re.search(r" on (\d+) posts?", page.goal)
+    wanted = posts[: int(count.group(1))] if count else posts
+    return [click(post.find("button", action)) for post in wanted] + [submit(page)]
 
 
 @dataclass(frozen=True)
