@@ -153,8 +153,9 @@ def _button_delay(page: PageView) -> list[str]:
     one = page.find("button", "ONE")
     if one is None or "active" not in one.attrs:
         return _by_keyboard(one)
-    # the wait is timed from click to click: the actions' own time (about 0.2 s) comes off the noop
-    return [call("press", "Enter"), call("noop", seconds * 1000 - 200), click(page.find("button", "TWO"))]
+    # The wait is timed from click to click, within 15%: the actions' own time (0.1-0.4 s on an
+    # idle machine, far more on a loaded one) comes off the noop.
+    return [call("press", "Enter"), call("noop", seconds * 1000 - 250), click(page.find("button", "TWO"))]
 
 
 def _by_keyboard(button: Node | None) -> list[str]:
@@ -176,6 +177,6 @@ def _stock_market(page: PageView) -> list[str]:
     """The price moves every 100 ms by up to $1.50: buy only with a margin, else watch it again."""
     threshold = float(re.search(r"less than \$(\d+\.\d+)", page.goal).group(1))  # type: ignore[union-attr]
     shown = re.search(r"Stock price: \$(\d+\.\d+)", page.root.all_text())
-    if shown and float(shown.group(1)) < threshold - 1.5:
+    if shown and float(shown.group(1)) < threshold - 2:
         return [click(page.find("button", "Buy"))]
     return [call("noop", 50)]
