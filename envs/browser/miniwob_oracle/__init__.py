@@ -15,7 +15,7 @@ the tests check that each reaches reward 1.0.
 
 from __future__ import annotations
 
-from gfcr.envs.browser.miniwob_oracle import clicking, forms, pointer, social, widgets  # noqa: F401  (they register)
+from gfcr.envs.browser.miniwob_oracle import clicking, forms, menus, pointer, social, widgets  # noqa: F401  (they register)
 from gfcr.envs.browser.miniwob_oracle.base import SOLVERS, PageView, next_actions
 
 SOLVED_PAGES: tuple[str, ...] = tuple(sorted(SOLVERS))
