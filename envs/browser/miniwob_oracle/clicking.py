@@ -153,8 +153,8 @@ def _button_delay(page: PageView) -> list[str]:
     one = page.find("button", "ONE")
     if one is None or "active" not in one.attrs:
         return _by_keyboard(one)
-    # The wait is timed from click to click, within 15%: the actions' own time (0.1-0.4 s on an
-    # idle machine, far more on a loaded one) comes off the noop.
+    # The wait is timed from click to click, within 15%: 0.25 s for the actions' own time comes off
+    # the noop (a guess for an idle machine; on a loaded one they took 0.4-2 s, and seeds miss).
     return [call("press", "Enter"), call("noop", seconds * 1000 - 250), click(page.find("button", "TWO"))]
 
 

@@ -238,7 +238,8 @@ def _form_sequence(page: PageView) -> list[str]:
     checkbox = page.find_all("checkbox")[ordinal(page.goal)]
     end, arrow, steps = ("Home", "ArrowRight", value + 10) if value <= 0 else ("End", "ArrowLeft", 10 - value)
     keys = [call("press", key) for key in [end] + [arrow] * steps]
-    return [click(page.find("button", "")), *keys, click(checkbox), submit(page)]
+    handle = page.find("button", "")  # the one button without a name
+    return [click(handle), *keys, click(checkbox), submit(page)]
 
 
 @solves("form-sequence-3")
