@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from gfcr.envs.browser.miniwob_oracle.base import click, quoted, solves
+from gfcr.envs.browser.actions import format_call as call
+from gfcr.envs.browser.miniwob_oracle.base import click, quoted, ref, solves
 from gfcr.envs.browser.snapshot import PageView
 
 
@@ -27,3 +28,11 @@ def _navigate_tree(page: PageView) -> list[str]:
     if shown is not None:
         return [click(shown)]
     return [click(node) for node in page.find_all("button") if "expandable-hitarea" in node.name]
+
+
+@solves("click-menu")
+def _click_menu(page: PageView) -> list[str]:
+    """Select A>B>C: hover each item to open its submenu, then click the last."""
+    items = [page.find("menuitem", name) for name in page.goal.removeprefix("Select ").split(">")]
+    closed = next((i for i, item in enumerate(items) if item is None), len(items))  # the first not shown
+    return [click(items[-1])] if closed == len(items) else [call("hover", ref(items[closed - 1]))]
