@@ -6,8 +6,8 @@ import re
 
 from gfcr.envs.browser.actions import MAX_CALLS
 from gfcr.envs.browser.actions import format_call as call
-from gfcr.envs.browser.miniwob_oracle.base import click, quoted, solves, submit
-from gfcr.envs.browser.snapshot import PageView
+from gfcr.envs.browser.miniwob_oracle.base import click, fill, quoted, solves, submit
+from gfcr.envs.browser.snapshot import Node, PageView
 
 
 def _slide(page: PageView, wanted: list[int]) -> list[str]:
@@ -86,15 +86,15 @@ def _click_scroll_list(page: PageView) -> list[str]:
 MONTHS = "January February March April May June July August September October November December".split()
 
 
-@solves("choose-date", "choose-date-easy", "choose-date-medium", "choose-date-nodelay")
-def _choose_date(page: PageView) -> list[str]:
-    """Open the jQuery UI date picker, step to the goal's month with Prev/Next (one click a turn, as
-    the calendar is drawn anew each time), then click the day."""
-    date = re.search(r"(\d\d)/(\d\d)/(\d{4})", page.goal).group(0)  # type: ignore[union-attr]
-    month, day, year = (int(part) for part in date.split("/"))
-    box = page.get("textbox")
+def _pick_date(page: PageView, box: Node, date: str) -> list[str]:
+    """Set `box` to `date` (mm/dd/yyyy) through its jQuery UI date picker; [] once it shows the date.
+
+    Open the picker, step to the month with Prev/Next (one click a turn, as the calendar is drawn
+    anew each time), then click the day.
+    """
     if box.text == date:
-        return [submit(page)]
+        return []
+    month, day, year = (int(part) for part in date.split("/"))
     titles = (node.text for node in page.find_all("generic") if re.fullmatch(r"[A-Z][a-z]+ \d{4}", node.text))
     shown = next(titles, None)
     if shown is None:
@@ -104,3 +104,48 @@ def _choose_date(page: PageView) -> list[str]:
     if months_ahead:
         return [click(page.find("generic", "Next" if months_ahead > 0 else "Prev"))]
     return [click(page.get("table").find("link", str(day)))]
+
+
+@solves("choose-date", "choose-date-easy", "choose-date-medium", "choose-date-nodelay")
+def _choose_date(page: PageView) -> list[str]:
+    date = re.search(r"\d\d/\d\d/\d{4}", page.goal).group(0)  # type: ignore[union-attr]
+    return _pick_date(page, page.get("textbox"), date) or [submit(page)]
+
+
+def _pick_airport(page: PageView, box: Node, wanted: str) -> list[str]:
+    """Type the goal's city or airport code into `box`, then click the suggestion that holds it."""
+    if box.text.endswith(")") and wanted in box.text:
+        return []
+    if "active" in box.attrs:
+        for item in page.find_all("listitem"):
+            if wanted in item.all_text():
+                return [click(item)]
+        if box.text == wanted:
+            return [call("noop", 500)]  # suggestions come after a delay
+    return [fill(box, wanted)]
+
+
+def _booking(flight: Node) -> Node | None:
+    """The "Book flight for $N" button of a flight of the results."""
+    return next((child for child in flight.children if child.name.startswith("Book flight for $")), None)
+
+
+def _flight_cost(flight: Node, kind: str) -> int:
+    """The flight's price in dollars, or its duration in minutes when the goal wants the shortest."""
+    if kind == "cheapest":
+        return int(_booking(flight).name.rsplit("$", 1)[1])  # type: ignore[union-attr]
+    hours, minutes = re.search(r"Duration: (\d+)h (\d+)m", flight.all_text()).groups()  # type: ignore[union-attr]
+    return int(hours) * 60 + int(minutes)
+
+
+@solves("book-flight", "book-flight-nodelay")
+def _book_flight(page: PageView) -> list[str]:
+    """Fill the search (airports through their suggestions), then book the cheapest or shortest flight."""
+    goal = re.search(r"the (\w+) one-way flight from: (.+) to: (.+) on (\S+)\.", page.goal)
+    kind, origin, destination, date = goal.groups()  # type: ignore[union-attr]
+    if flights := [node for node in page.root.walk() if _booking(node) is not None]:
+        return [click(_booking(min(flights, key=lambda flight: _flight_cost(flight, kind))))]
+    for box, wanted in ((page.get("textbox", "From:"), origin), (page.get("textbox", "To:"), destination)):
+        if actions := _pick_airport(page, box, wanted):
+            return actions
+    return _pick_date(page, page.find_all("textbox")[2], date) or [submit(page, "Search")]
