@@ -125,17 +125,32 @@ def _pick_airport(page: PageView, box: Node, wanted: str) -> list[str]:
     return [fill(box, wanted)]
 
 
-def _booking(flight: Node) -> Node | None:
-    """The "Book flight for $N" button of a flight of the results."""
-    return next((child for child in flight.children if child.name.startswith("Book flight for $")), None)
+def _booking(trip: Node) -> Node | None:
+    """The "Book (flight) for $N" button of a trip of a list of results."""
+    return next(
+        (child for child in trip.children if re.fullmatch(r"Book (flight )?for \$\d+", child.name)), None
+    )
 
 
-def _flight_cost(flight: Node, kind: str) -> int:
-    """The flight's price in dollars, or its duration in minutes when the goal wants the shortest."""
-    if kind == "cheapest":
-        return int(_booking(flight).name.rsplit("$", 1)[1])  # type: ignore[union-attr]
-    hours, minutes = re.search(r"Duration: (\d+)h (\d+)m", flight.all_text()).groups()  # type: ignore[union-attr]
-    return int(hours) * 60 + int(minutes)
+def _best_trip(page: PageView, wanted: str) -> Node | None:
+    """The booking button of the trip the goal wants ("cheapest", "longest duration", ...), if trips show."""
+    trips = [node for node in page.root.walk() if _booking(node) is not None]
+    if not trips:
+        return None
+
+    def cost(trip: Node) -> int:
+        if "cheap" in wanted or "expensive" in wanted:
+            return int(_booking(trip).name.rsplit("$", 1)[1])  # type: ignore[union-attr]
+        hours, minutes = re.search(r"Duration: (\d+)h (\d+)m", trip.all_text()).groups()  # type: ignore[union-attr]
+        return int(hours) * 60 + int(minutes)
+
+    pick = max if "expensive" in wanted or "longest" in wanted else min
+    return _booking(pick(trips, key=cost))
+
+
+@solves("buy-ticket")
+def _buy_ticket(page: PageView) -> list[str]:
+    return [click(_best_trip(page, page.goal))]
 
 
 @solves("book-flight", "book-flight-nodelay")
@@ -143,8 +158,8 @@ def _book_flight(page: PageView) -> list[str]:
     """Fill the search (airports through their suggestions), then book the cheapest or shortest flight."""
     goal = re.search(r"the (\w+) one-way flight from: (.+) to: (.+) on (\S+)\.", page.goal)
     kind, origin, destination, date = goal.groups()  # type: ignore[union-attr]
-    if flights := [node for node in page.root.walk() if _booking(node) is not None]:
-        return [click(_booking(min(flights, key=lambda flight: _flight_cost(flight, kind))))]
+    if booking := _best_trip(page, kind):
+        return [click(booking)]
     for box, wanted in ((page.get("textbox", "From:"), origin), (page.get("textbox", "To:"), destination)):
         if actions := _pick_airport(page, box, wanted):
             return actions
