@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from gfcr.envs.browser.actions import format_call as call
-from gfcr.envs.browser.miniwob_oracle.base import fill, ordinal, ref, solves, submit
+from gfcr.envs.browser.miniwob_oracle.base import click, fill, ordinal, ref, solves, submit
 from gfcr.envs.browser.snapshot import Node, PageView
 
 # Points at the edges of the 800x600 viewport: a drag there moves a thing as far as it goes that way.
@@ -107,13 +107,22 @@ def _drag_shape(page: PageView) -> list[str]:
 
 @solves("resize-textarea")
 def _resize_textarea(page: PageView) -> list[str]:
-    """Pull the textarea's bottom (height) or right (width) handle towards the viewport's edge or back."""
+    """Pull the textarea's bottom (height) or right (width) handle towards the viewport's edge or back.
+
+    A textarea pulled down can cover Submit, so Submit is reached from the textarea with Tab.
+    """
     larger = "larger" in page.goal
     if "height" in page.goal:
-        handle, direction = "ui-resizable-s", "down" if larger else "up"
+        side, direction = "s", "down" if larger else "up"
     else:
-        handle, direction = "ui-resizable-e", "right" if larger else "left"
-    return [_drag(page.get("button", f"ui-resizable-handle {handle}"), EDGES[direction]), submit(page)]
+        side, direction = "e", "right" if larger else "left"
+    handle = page.get("button", f"ui-resizable-handle ui-resizable-{side}")
+    return [
+        _drag(handle, EDGES[direction]),
+        click(page.get("textbox")),
+        call("press", "Tab"),
+        call("press", "Enter"),
+    ]
 
 
 @solves("use-colorwheel")
