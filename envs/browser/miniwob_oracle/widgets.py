@@ -164,3 +164,28 @@ def _book_flight(page: PageView) -> list[str]:
         if actions := _pick_airport(page, box, wanted):
             return actions
     return _pick_date(page, page.find_all("textbox")[2], date) or [submit(page, "Search")]
+
+
+@solves("order-food")
+def _order_food(page: PageView) -> list[str]:
+    """Add each named dish once, or the asked number of one dish of the asked kind (its icons' alt text)."""
+    dishes = {}  # name -> (kinds, the "+" link)
+    for node in page.root.walk():
+        if len(node.children) != 2:
+            continue
+        description, order = node.children
+        if add := next((child for child in order.children if child.name == "+"), None):
+            kinds = {image.name for image in description.find_all("img")}
+            dishes[description.children[0].text.strip()] = (kinds, add)
+    if by_kind := re.match(r"Order (\d+) items that are (.+)", page.goal):
+        kind = by_kind.group(2).strip()
+        add = next(add for kinds, add in dishes.values() if kind in kinds)
+        adds = [add] * int(by_kind.group(1))
+    else:
+        names = page.goal.split(":", 1)[1]
+        adds = [
+            add
+            for name, (_, add) in dishes.items()
+            if re.search(rf"(^|,)\s*{re.escape(name)}\s*(,|$)", names)
+        ]
+    return [*(click(add) for add in adds), submit(page, "Order!")]
