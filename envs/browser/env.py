@@ -64,8 +64,8 @@ ACTIONS = (
 METHODS = {"type": "type_text"}  # actions whose method has another name (`type` is a builtin's)
 INSTRUCTIONS = (
     "You are using a web browser to reach the goal below. Act with function calls, one or more per message:\n"
-    "click(ref, button), dblclick(ref), hover(ref), fill(ref, text), select(ref, option), press(key), "
-    "type(text), drag_and_drop(source, target), scroll(dx, dy), mouse_move(x, y), "
+    "click(ref, button, clicks), dblclick(ref), hover(ref), fill(ref, text), select(ref, option), "
+    "press(key), type(text), drag_and_drop(source, target), scroll(dx, dy), mouse_move(x, y), "
     "mouse_click(x, y, button, clicks), mouse_down(x, y, button), mouse_up(x, y, button), goto(url), back(), "
     "answer(text), noop(ms).\n"
     'A ref names an element of the page below, e.g. click("e5"); x and y are pixels of the 800x600 viewport '
@@ -141,15 +141,18 @@ class BrowserEnv(TextEnv):
 
     # -- the actions (also offered as tools) -------------------------------------------------------
 
-    def click(self, ref: str, button: Literal["left", "middle", "right"] = "left") -> str:
+    def click(self, ref: str, button: Literal["left", "middle", "right"] = "left", clicks: int = 1) -> str:
         """Click an element of the page.
 
         Args:
             ref: The element's reference in the page text, e.g. "e5".
             button: The mouse button: "left", "middle" or "right".
+            clicks: 1 for a click, 2 for a double click, 3 for a triple click (which selects a paragraph).
         """
-        self._browse(self._tab.click(ref, button))
-        return f"Clicked {ref}." if button == "left" else f"Clicked {ref} with the {button} button."
+        _check_clicks(clicks)
+        self._browse(self._tab.click(ref, button, count=clicks))
+        done = {1: "Clicked", 2: "Double-clicked", 3: "Triple-clicked"}[clicks]
+        return f"{done} {ref}." if button == "left" else f"{done} {ref} with the {button} button."
 
     def dblclick(self, ref: str) -> str:
         """Double-click an element of the page.
@@ -236,10 +239,9 @@ class BrowserEnv(TextEnv):
             x: Pixels from the viewport's left edge.
             y: Pixels from the viewport's top edge.
             button: The mouse button: "left", "middle" or "right".
-            clicks: 1 for a click, 2 for a double click.
+            clicks: 1 for a click, 2 for a double click, 3 for a triple click.
         """
-        if clicks not in (1, 2, 3):
-            raise ToolError(f"clicks must be 1, 2 or 3, got {clicks!r}")
+        _check_clicks(clicks)
         self._browse(self._tab.mouse_click(x, y, button, clicks))
         return f"Clicked at ({x:g}, {y:g})."
 
@@ -539,6 +541,11 @@ class BrowserEnv(TextEnv):
             return
         if boxes is not None:
             info["marks"] = boxes
+
+
+def _check_clicks(clicks: Any) -> None:
+    if isinstance(clicks, bool) or clicks not in (1, 2, 3):
+        raise ToolError(f"clicks must be 1, 2 or 3, got {clicks!r}")
 
 
 class _Episode:

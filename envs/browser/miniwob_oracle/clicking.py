@@ -11,6 +11,7 @@ from gfcr.envs.browser.miniwob_oracle.base import (
     listed,
     ordinal,
     quoted,
+    ref,
     solves,
     submit,
     textboxes,
@@ -180,3 +181,12 @@ def _stock_market(page: PageView) -> list[str]:
     if shown and float(shown.group(1)) < threshold - 2:
         return [click(page.find("button", "Buy"))]
     return [call("noop", 50)]
+
+
+@solves("highlight-text", "highlight-text-2")
+def _highlight_text(page: PageView) -> list[str]:
+    """A triple click selects exactly one paragraph's text."""
+    paragraphs = list(page.find_all("paragraph")) or [
+        node for node in page.find_all("generic") if node.text and node.text != page.goal
+    ]
+    return [call("click", ref(paragraphs[ordinal(page.goal)]), "left", 3), submit(page)]
