@@ -133,13 +133,10 @@ def _email_inbox(page: PageView) -> list[str]:
         return [fill(boxes[0], task.recipient), *send]
     if len(boxes) == 1:  # the reply form
         return [fill(boxes[0], task.message), *send]
-    opened = page.find("button", task.action.title())  # the open e-mail's Reply or Forward
-    if opened is not None:
-        return [click(opened)]
-    thread = _thread(page, task)
     if task.action in ("reply", "forward"):
-        return [click(thread)]
-    icon = thread.find("button", "trash" if task.action == "delete" else "star")
+        opened = page.find("button", task.action.title())  # an open e-mail's Reply or Forward
+        return [click(opened or _thread(page, task))]
+    icon = _thread(page, task).find("button", "trash" if task.action == "delete" else "star")
     return [click(icon)] if icon is not None else [call("noop", 200)]  # its image is still loading
 
 
