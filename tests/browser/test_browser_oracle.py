@@ -12,7 +12,8 @@ from gfcr.agents import OraclePolicy, RandomPolicy
 from gfcr.agents.runner.rollout import rollout
 from gfcr.envs.browser.apps import APPS
 from gfcr.envs.browser.data import app_source
-from gfcr.envs.browser.miniwob_oracle import SOLVED_PAGES
+from gfcr.envs.browser.miniwob import miniwob_pages
+from gfcr.envs.browser.miniwob_oracle import SOLVED_PAGES, WHY_UNSOLVED
 
 ENV_ID = "gfcr/Browser-v0"
 
@@ -36,11 +37,27 @@ def test_oracle_solves_every_task_of_each_app(in_threads, app):
     assert {task: reward for task, reward in rewards.items() if reward != 1.0} == {}
 
 
-def test_oracle_solves_at_least_twenty_miniwob_pages(in_threads):
-    assert len(SOLVED_PAGES) >= 20
+def test_oracle_solves_every_solvable_page(in_threads):
+    assert len(SOLVED_PAGES) >= 100
     task_ids = [f"miniwob/{page}/0" for page in SOLVED_PAGES]
-    rewards = rewards_of(in_threads, task_ids, OraclePolicy, dataset=list(SOLVED_PAGES), num_seeds=1)
+    rewards = rewards_of(in_threads, task_ids, OraclePolicy, dataset="solvable", num_seeds=1)
     assert {task: reward for task, reward in rewards.items() if reward != 1.0} == {}
+
+
+def test_every_page_without_a_solver_says_why():
+    assert set(SOLVED_PAGES).isdisjoint(WHY_UNSOLVED)
+    assert sorted([*SOLVED_PAGES, *WHY_UNSOLVED]) == list(miniwob_pages())
+    assert all(len(reason) > 20 for reason in WHY_UNSOLVED.values())
+
+
+def test_the_oracle_over_every_page_scores_the_share_with_solvers(in_threads):
+    """Pages without a solver end at once with 0.0 (the oracle says it has no plan), so the oracle's
+    mean over every page is the solvers' share."""
+    unsolved = sorted(WHY_UNSOLVED)[:3]
+    rewards = rewards_of(
+        in_threads, [f"miniwob/{page}/0" for page in unsolved], OraclePolicy, dataset="miniwob"
+    )
+    assert rewards == dict.fromkeys((f"miniwob/{page}/0" for page in unsolved), 0.0)
 
 
 def test_random_agent_scores_near_zero(in_threads):

@@ -4,7 +4,8 @@ Each solver maps the latest page to the next actions, like an agent would: it pa
 ("Enter "Keli" into the text field…"), finds the elements by role and name, and answers with
 calls such as `fill("e6", "Keli")`. Multi-step tasks (searching, guessing, autocomplete) decide from
 what the page shows now, so a solver needs no memory. `SOLVED_PAGES` lists the pages covered;
-the tests check that each reaches reward 1.0.
+the tests check that each reaches reward 1.0. `WHY_UNSOLVED` says, for every other page, what the
+observation lacks (colours and shapes drawn on an SVG, a memory of earlier pages).
 
 >>> from gfcr.envs.browser.snapshot import render_page
 >>> page = PageView.parse(render_page('Enter "Keli" into the text field and press Submit.', "/",
@@ -17,7 +18,8 @@ from __future__ import annotations
 
 from gfcr.envs.browser.miniwob_oracle import clicking, forms, menus, pointer, social, widgets  # noqa: F401  (they register)
 from gfcr.envs.browser.miniwob_oracle.base import SOLVERS, PageView, next_actions
+from gfcr.envs.browser.miniwob_oracle.unsolved import WHY_UNSOLVED
 
 SOLVED_PAGES: tuple[str, ...] = tuple(sorted(SOLVERS))
 
-__all__ = ["SOLVED_PAGES", "SOLVERS", "PageView", "next_actions"]
+__all__ = ["SOLVED_PAGES", "SOLVERS", "WHY_UNSOLVED", "PageView", "next_actions"]
