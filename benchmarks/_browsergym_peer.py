@@ -67,6 +67,7 @@ def main(config: dict) -> dict:
                     if text is None
                     else f"{action}({json.dumps(bid)}, {json.dumps(text)})"
                 )
+                time.sleep(config["think_s"])  # the policy choosing its action: not timed
                 started = time.perf_counter()
                 obs, reward, terminated, truncated, _ = env.step(call)
                 steps.append(time.perf_counter() - started)

@@ -3,7 +3,7 @@
 Run from the repository root (BrowserGym lives in its own venv; make it once with
 `bash benchmarks/setup_browsergym.sh`):
 
-    .venv/bin/python benchmarks/browser.py --json docs/bench_browser.json
+    .venv/bin/python benchmarks/browser.py --json docs/bench_browser_back_to_back.json
 
 One run plays `--episodes` seeds of each task in TASKS with every system, the systems taking
 turns (`--rounds`) so that other load on the machine weighs on all alike, and times each
@@ -62,7 +62,7 @@ def summary(name: str, timings: dict[str, list[float]]) -> dict[str, Any]:
     }
 
 
-def run_gfcr(seeds: list[int], screenshot: bool) -> dict[str, list[float]]:
+def run_gfcr(seeds: list[int], screenshot: bool, think_s: float) -> dict[str, list[float]]:
     """Every (task, seed) episode in one env, one action per step, timed around reset and step."""
     import gymnasium as gym
 
@@ -81,6 +81,7 @@ def run_gfcr(seeds: list[int], screenshot: bool) -> dict[str, list[float]]:
             actions = BrowserEnv.oracle(info["task"], info["messages"]).splitlines()
             reward = 0.0
             for action in actions:
+                time.sleep(think_s)  # the policy choosing its action: not timed
                 started = time.perf_counter()
                 _, step_reward, terminated, truncated, _ = env.step(action)
                 steps.append(time.perf_counter() - started)
@@ -92,7 +93,7 @@ def run_gfcr(seeds: list[int], screenshot: bool) -> dict[str, list[float]]:
     return {"resets": resets, "steps": steps, "rewards": rewards}
 
 
-def run_browsergym(seeds: list[int], pre_observation_delay: float) -> dict[str, list[float]]:
+def run_browsergym(seeds: list[int], pre_observation_delay: float, think_s: float) -> dict[str, list[float]]:
     from gfcr.envs.browser.server import miniwob_html
 
     python = PEER_VENV / "bin" / "python"
@@ -103,7 +104,12 @@ def run_browsergym(seeds: list[int], pre_observation_delay: float) -> dict[str, 
         "MINIWOB_URL": (miniwob_html() / "miniwob").as_uri() + "/",
         "PLAYWRIGHT_BROWSERS_PATH": str(PEER_VENV / "ms-playwright"),
     }
-    config = {"tasks": list(TASKS), "seeds": seeds, "pre_observation_delay": pre_observation_delay}
+    config = {
+        "tasks": list(TASKS),
+        "seeds": seeds,
+        "pre_observation_delay": pre_observation_delay,
+        "think_s": think_s,
+    }
     done = subprocess.run(
         [str(python), str(PEER_SCRIPT), json.dumps(config)],
         env=environment,
@@ -140,6 +146,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3, help="turns the systems take, sharing the seeds out")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--skip-peers", action="store_true", help="time gfcr only")
+    parser.add_argument(
+        "--think-s",
+        type=float,
+        default=0.0,
+        help="untimed seconds before each step: a policy choosing its action",
+    )
     return parser.parse_args()
 
 
@@ -147,13 +159,19 @@ def main() -> None:
     args = parse_args()
     load_before = os.getloadavg()[0]  # other work on the machine slows every row; recorded with the results
     systems: list[tuple[str, Callable[[list[int]], dict[str, list[float]]]]] = [
-        ("gfcr Browser-v0", lambda seeds: run_gfcr(seeds, screenshot=False)),
-        ("gfcr Browser-v0, screenshot=True", lambda seeds: run_gfcr(seeds, screenshot=True)),
+        ("gfcr Browser-v0", lambda seeds: run_gfcr(seeds, screenshot=False, think_s=args.think_s)),
+        (
+            "gfcr Browser-v0, screenshot=True",
+            lambda seeds: run_gfcr(seeds, screenshot=True, think_s=args.think_s),
+        ),
     ]
     if not args.skip_peers:
         systems += [
-            ("BrowserGym (pre_observation_delay=0.5, default)", lambda seeds: run_browsergym(seeds, 0.5)),
-            ("BrowserGym (pre_observation_delay=0)", lambda seeds: run_browsergym(seeds, 0.0)),
+            (
+                "BrowserGym (pre_observation_delay=0.5, default)",
+                lambda seeds: run_browsergym(seeds, 0.5, args.think_s),
+            ),
+            ("BrowserGym (pre_observation_delay=0)", lambda seeds: run_browsergym(seeds, 0.0, args.think_s)),
         ]
     # Systems take turns, a few seeds each, so that other work on the machine weighs on all alike.
     timings: dict[str, dict[str, list[float]]] = {
@@ -174,6 +192,7 @@ def main() -> None:
             "load_average_1min_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             "tasks": list(TASKS),
             "episodes_per_task": args.episodes,
+            "think_s": args.think_s,
             "rows": rows,
         }
         args.json.write_text(json.dumps(record, indent=2) + "\n")

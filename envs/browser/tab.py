@@ -471,7 +471,8 @@ def open_ahead(browser: Any, origin: str) -> None:
     """Start opening the tab that `fresh_tab` gives next, while the agent works on this episode.
 
     Called once an episode's page is up: opened during the reset, it would take the CPU the page
-    being loaded needs.
+    being loaded needs (on 2 cores the median reset was 953 ms that way against 513 ms, and a
+    whole episode slower too; docs/benchmarks.md).
     """
     if browser in _SPARES:
         return
