@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import re
 
+from PIL import ImageColor
+
 from gfcr.envs.browser.actions import format_call as call
 from gfcr.envs.browser.miniwob_oracle.base import click, fill, ordinal, ref, solves, submit
 from gfcr.envs.browser.snapshot import Node, PageView
+from gfcr.envs.browser.tab import VIEWPORT
 
-# Points at the edges of the 800x600 viewport: a drag there moves a thing as far as it goes that way.
-EDGES = {"left": [0, 300], "right": [799, 300], "up": [400, 0], "down": [400, 599]}
+# Points at the edges of the viewport: a drag there moves a thing as far as it goes that way.
+WIDTH, HEIGHT = VIEWPORT["width"], VIEWPORT["height"]
+EDGES = {
+    "left": [0, HEIGHT // 2], "right": [WIDTH - 1, HEIGHT // 2],
+    "up": [WIDTH // 2, 0], "down": [WIDTH // 2, HEIGHT - 1],
+}  # fmt: skip
 MOVE = re.compile(r"Drag (.+?) (?:to the (.+?)(?: position)?|(up|down|left|right) by one(?: position)?)\.")
 ROWS = {"top": 0, "center": 1, "bottom": 2}
 COLUMNS = {"left": 0, "center": 1, "right": 2}
-# The colours use-colorwheel names, as CSS defines them (CSS Color Module Level 4, named colours).
-CSS_COLORS = {
-    "black": "000000", "white": "ffffff", "aqua": "00ffff", "blue": "0000ff", "gray": "808080",
-    "green": "008000", "lime": "00ff00", "maroon": "800000", "navy": "000080", "olive": "808000",
-    "purple": "800080", "red": "ff0000", "silver": "c0c0c0", "teal": "008080", "yellow": "ffff00",
-    "pink": "ffc0cb", "magenta": "ff00ff", "gold": "ffd700", "orange": "ffa500",
-}  # fmt: skip
 
 
 def _drag(source: Node, target: Node | list[int]) -> str:
@@ -129,4 +129,5 @@ def _resize_textarea(page: PageView) -> list[str]:
 def _use_colorwheel(page: PageView) -> list[str]:
     """The picker's text box takes the colour as hex digits, which is what the picker itself writes there."""
     color = re.search(r"Select (\w+) with", page.goal).group(1)  # type: ignore[union-attr]
-    return [fill(page.find("textbox"), CSS_COLORS[color]), submit(page)]
+    hex_digits = "".join(f"{channel:02x}" for channel in ImageColor.getrgb(color)[:3])  # CSS's named colours
+    return [fill(page.find("textbox"), hex_digits), submit(page)]

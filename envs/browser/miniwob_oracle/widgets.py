@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import calendar
 import re
 
 from gfcr.envs.browser.actions import MAX_CALLS
@@ -83,7 +84,7 @@ def _click_scroll_list(page: PageView) -> list[str]:
     return [*actions, submit(page)]
 
 
-MONTHS = "January February March April May June July August September October November December".split()
+MONTHS = list(calendar.month_name)[1:]
 
 
 def _pick_date(page: PageView, box: Node, date: str) -> list[str]:
