@@ -32,6 +32,9 @@ from gfcr.trainers.logging import read_metrics
 
 VARIANTS: dict[str, list[str]] = {  # `gfcr train --set` overrides on top of the config
     "grpo": [],
+    # GRPO with early stopping's larger effective step on examples/math_smollm2_cpu.toml: leaving the
+    # 42% zero-variance groups out of DAPO's token mean scales the step by about 1 / (1 - 0.42)
+    "grpo lr 8.5e-4": ["optim.lr=8.5e-4"],
     "dynamic sampling": ["dynamic_sampling.filter_groups=true"],
     "thompson selection": ['rollout.selector="thompson"'],
     "vcrl selection": ['rollout.selector="vcrl"'],

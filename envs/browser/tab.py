@@ -10,7 +10,10 @@ Every method is a coroutine for the browser host's loop (`gfcr.envs.browser.host
   is awaited until the new document's `load` (or the request's failure), then the page's requests
   still in flight;
 - addressed by the stable element references of Playwright's AI-mode accessibility snapshot
-  (`[ref=e12]`), which the actions take.
+  (`[ref=e12]`), which the actions take;
+- given a clipboard of its own: headless Chromium keeps one clipboard for the whole browser, which
+  every context shares, so `press` saves what a copy or cut put there in the tab and puts it back
+  before a paste, the three steps under one lock per browser (an episode never sees another's).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ POPUP_NOTE = "The page tried to open a new window; it was closed."
 BUTTONS = ("left", "middle", "right")
 MODIFIERS = ("Alt", "Control", "ControlOrMeta", "Meta", "Shift")
 DRAG_STEPS = 10  # mouse moves between a drag's two ends: drag libraries want motion, not a jump
+CLIPBOARD_KEYS = {"c": "copy", "x": "cut", "v": "paste", "insert": "copy"}  # after Control or Meta
+SHIFT_CLIPBOARD_KEYS = {"insert": "paste", "delete": "cut"}
 
 
 class Tab:
@@ -54,6 +59,7 @@ class Tab:
         self._loading = 0  # requests of the page in flight
         self._loaded = asyncio.Event()  # set whenever none is
         self._loaded.set()
+        self.clipboard = ""  # what this tab last copied or cut
 
     @classmethod
     async def open(cls, browser: Any, origin: str, *, timeout_ms: int = 5_000) -> Tab:
@@ -153,7 +159,20 @@ class Tab:
         else:
             focused = self.page.locator("*:focus")
             target = focused if await focused.count() == 1 else self.page.locator("body")
-        await self._act(target.press(key))
+        command = clipboard_command(key)
+        if command is None:
+            await self._act(target.press(key))
+            return
+        async with _clipboard_lock(self.context.browser):
+            await self.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=self.origin)
+            try:
+                # The tab's own text first: a paste pastes it, a copy of nothing leaves it there.
+                await self._on_page("text => navigator.clipboard.writeText(text)", self.clipboard)
+                await self._act(target.press(key))
+                if command != "paste":
+                    self.clipboard = await self._on_page("() => navigator.clipboard.readText()")
+            finally:
+                await self.context.clear_permissions()
 
     async def type(self, text: str) -> None:
         """Type `text` key by key into the focused element, as a keyboard would."""
@@ -288,6 +307,13 @@ class Tab:
             raise ToolError(f"{end} is not visible on the page, so it cannot be dragged or dropped on")
         return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
 
+    async def _on_page(self, script: str, arg: Any = None) -> Any:
+        """`script`'s value on the page; `ToolError` if the page cannot run it now."""
+        try:
+            return await self.page.evaluate(script, arg)
+        except Exception as e:
+            raise ToolError(f"the page could not use its clipboard ({_short_error(e)}); try again") from e
+
     async def _act(self, action: Any) -> None:
         """Await a Playwright action, then let the page settle; Playwright errors become `ToolError`."""
         try:
@@ -378,6 +404,28 @@ async def _in_order(*steps: Awaitable[Any]) -> None:
     """Await `steps` one after the other (one action for `Tab._act` made of several)."""
     for step in steps:
         await step
+
+
+def clipboard_command(chord: str) -> str | None:
+    """ "copy", "cut" or "paste" if the key chord does that in Chromium, else None.
+
+    >>> clipboard_command("ControlOrMeta+c"), clipboard_command("Shift+Insert"), clipboard_command("c")
+    ('copy', 'paste', None)
+    """
+    *held, key = chord.lower().split("+")
+    if "alt" in held:
+        return None
+    if {"control", "meta", "controlormeta"} & set(held):
+        return CLIPBOARD_KEYS.get(key.removeprefix("key"))
+    return SHIFT_CLIPBOARD_KEYS.get(key) if "shift" in held else None
+
+
+_CLIPBOARD_LOCKS: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _clipboard_lock(browser: Any) -> asyncio.Lock:
+    """The lock that makes a tab's clipboard steps one unit on `browser`'s shared clipboard."""
+    return _CLIPBOARD_LOCKS.setdefault(browser, asyncio.Lock())
 
 
 def _button(button: Any) -> str:

@@ -37,6 +37,29 @@ def test_envs_step_inside_a_running_event_loop_and_concurrently_from_its_threads
             env.close()
 
 
+def test_each_env_pastes_what_it_copied_though_all_share_one_browser():
+    """Headless Chromium has one clipboard for the whole browser; each episode keeps its own."""
+    envs = [gym.make(ENV_ID, dataset="copy-paste", num_seeds=8) for _ in range(3)]
+    try:
+        targets, submits = [], []
+        for seed, env in enumerate(envs):
+            page = PageView.parse(env.reset(options={"task_id": f"miniwob/copy-paste/{seed}"})[0])
+            boxes = page.find_all("textbox")
+            source = next(box for box in boxes if box.text)
+            targets.append(next(box for box in boxes if not box.text).ref)
+            submits.append(page.find("button", "Submit").ref)
+            if seed < 2:  # the third env copies nothing
+                env.step(f'click("{source.ref}")\npress("ControlOrMeta+a")\npress("ControlOrMeta+c")')
+        paste = 'click("{}")\npress("ControlOrMeta+v")'
+        obs = envs[2].step(paste.format(targets[2]))[0]  # after the others copied: still nothing
+        assert next(b for b in PageView.parse(obs).find_all("textbox") if b.ref == targets[2]).text == ""
+        for env, target, submit in zip(envs[:2], targets, submits, strict=False):
+            assert env.step(paste.format(target) + f'\nclick("{submit}")')[1] == 1.0
+    finally:
+        for env in envs:
+            env.close()
+
+
 def _child(queue) -> None:
     env = gym.make(ENV_ID, dataset="click-test", num_seeds=4)
     queue.put(solve_click_test(env, 3))
