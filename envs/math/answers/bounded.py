@@ -22,6 +22,7 @@ threads needs an ``if __name__ == "__main__":`` guard (the worker imports the ma
 
 from __future__ import annotations
 
+import atexit
 import logging
 import math
 import multiprocessing
@@ -209,5 +210,13 @@ class Worker:
                 self._pool = None
         pool.terminate()
 
+    def close(self) -> None:
+        """Stop the worker (at interpreter exit: a pool left to the garbage collector then errs)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.terminate()
+
 
 WORKER = Worker()
+atexit.register(WORKER.close)
