@@ -32,14 +32,20 @@ from gfcr.errors import UnknownNameError
 
 NO_LIMIT_MS = 1_000_000_000  # about 11 days: "no timer" for setTimeout (which overflows past 2**31 ms)
 HIDE = "#reward-display, #click-canvas, #sync-task-cover { display: none !important; }"
-START = """([seed, limitMs, hide]) => {
+# One round trip starts the episode (seeded; no time limit unless one is set; MiniWoB's reward
+# display hidden) and resolves, with the utterance, once the task is drawn: the drawing may request
+# images (the e-mail pages' icons), which the caller waits for. Every page in html/miniwob is ready
+# as soon as it starts (core.js's WOB_TASK_READY is never cleared there). The natural-language
+# tasks' getUtterance() returns {utterance, fields}; the agent gets the text.
+START = """async ([seed, limitMs, hide]) => {
   document.head.appendChild(Object.assign(document.createElement("style"), { textContent: hide }));
   Math.seedrandom(seed);
   core.EPISODE_MAX_TIME = limitMs;
   core.startEpisodeReal();
+  await new Promise(drawn => requestAnimationFrame(() => drawn()));
+  const u = core.getUtterance();
+  return typeof u === "string" ? u : u.utterance;
 }"""
-# The natural-language tasks' getUtterance() returns {utterance, fields}; the agent gets the text.
-UTTERANCE = "() => { const u = core.getUtterance(); return typeof u === 'string' ? u : u.utterance; }"
 READ_REWARD = """() => ({
   WOB_DONE_GLOBAL: Boolean(WOB_DONE_GLOBAL),
   WOB_REWARD_GLOBAL: Number(WOB_REWARD_GLOBAL),
@@ -94,10 +100,9 @@ class MiniwobSite:
 
     async def open(self, tab: Tab, task: Task) -> str:
         await tab.goto(f"/wob/miniwob/{task.metadata['page']}.html")
-        await tab.page.evaluate(START, [task.metadata["seed"], self.limit_ms, HIDE])
-        await tab.page.wait_for_function("() => WOB_TASK_READY")
-        await tab.rendered()  # e.g. the e-mail pages' icons load after the episode starts, and move things
-        return str(await tab.page.evaluate(UTTERANCE))
+        utterance = await tab.page.evaluate(START, [task.metadata["seed"], self.limit_ms, HIDE])
+        await tab.requests_done()  # e.g. the e-mail pages' icons, which move things once loaded
+        return str(utterance)
 
     async def judge(self, tab: Tab, task: Task, answer: str | None) -> SiteJudgement:
         return self.judge_state(task, await self.final_state(tab, task), answer)

@@ -324,9 +324,8 @@ class Tab:
             raise ToolError(_short_error(e)) from e
         await self._settle()
 
-    async def rendered(self) -> None:
-        """Wait for the next frame to be drawn, then for what drawing it requested (images, fonts)."""
-        await self.page.evaluate("() => new Promise(done => requestAnimationFrame(() => done()))")
+    async def requests_done(self) -> None:
+        """Wait for the page's requests in flight (images, fonts a drawing asked for)."""
         await self._wait(self._loaded.wait(), self.timeout_ms)
 
     async def _settle(self) -> None:
