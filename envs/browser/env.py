@@ -51,7 +51,7 @@ from gfcr.envs.browser.marks import draw_marks, mark_boxes
 from gfcr.envs.browser.server import loopback_server
 from gfcr.envs.browser.sites import make_sites
 from gfcr.envs.browser.snapshot import PageView, render_page
-from gfcr.envs.browser.tab import MAX_WAIT_MS, Tab, fresh_tab, open_ahead
+from gfcr.envs.browser.tab import MAX_WAIT_MS, Tab, fresh_tab
 from gfcr.envs.browser.verifier import episode_result
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import BrowserError, ToolError, UnknownNameError
@@ -316,7 +316,7 @@ class BrowserEnv(TextEnv):
     # -- the episode -------------------------------------------------------------------------------
 
     def render_prompt(self, task: Task) -> str:
-        """Open `task`'s page in a fresh context; the prompt is the instructions, goal and page."""
+        """Open `task`'s page in a tab as good as new; the prompt is the instructions, goal and page."""
         try:
             return self._start(task)
         except Exception:  # a browser that died since the last episode: the second try relaunches it
@@ -424,11 +424,9 @@ class BrowserEnv(TextEnv):
         episode = self._episode
         host, site = episode.started()
         browser, origin = await host.browser(), loopback_server().origin
-        episode.tab = await fresh_tab(browser, origin, self.action_timeout_ms)
+        episode.tab = await fresh_tab(browser, origin, self.action_timeout_ms, used=episode.tab)
         goal = await site.open(episode.tab, task)
-        page = render_page(goal, episode.tab.path, await episode.tab.snapshot())
-        open_ahead(browser, origin)
-        return goal, page
+        return goal, render_page(goal, episode.tab.path, await episode.tab.snapshot())
 
     def _perform(self, calls: list[ToolCall]) -> list[Message]:
         """Run the calls in order; stop at the first error or when the episode is over."""
@@ -561,8 +559,11 @@ class _Episode:
         self.wait_left_ms = MAX_WAIT_MS  # what noop may still wait in this step
 
     def start(self, host: BrowserHost, site: Site) -> None:
-        """Forget the previous episode (closing its tab) and begin one on `site`."""
-        self.discard()
+        """Forget the previous episode and begin one on `site`; its tab stays, for `fresh_tab` to recycle."""
+        if host is not self.host:  # another process's host (after a fork), or none yet
+            self.discard()
+        elif self.tab is not None and self.site is not None:
+            self.site.close(self.tab)
         self.host, self.site, self.goal, self.answer, self.error = host, site, "", None, None
 
     def started(self) -> tuple[BrowserHost, Site]:

@@ -31,6 +31,7 @@ from gfcr.envs.browser.server import BLANK
 from gfcr.errors import ToolError
 
 REF = re.compile(r"(?:f\d+)?e\d+")
+FIRST_REF = re.compile(r"\[ref=(f\d+)?e\d+\]")  # in a snapshot: the main frame's (an iframe's come inside it)
 VIEWPORT = {"width": 800, "height": 600}
 MAX_WAIT_MS = 10_000
 POPUP_NOTE = "The page tried to open a new window; it was closed."
@@ -60,6 +61,9 @@ class Tab:
         self._loaded = asyncio.Event()  # set whenever none is
         self._loaded.set()
         self.clipboard = ""  # what this tab last copied or cut
+        self._held_keys: list[str] = []  # pressed by key_down, not yet released
+        self._held_buttons: set[str] = set()  # pressed by mouse_down, not yet released
+        self._frame_prefix = ""  # Playwright's prefix of the latest snapshot's main-frame refs, left out
 
     @classmethod
     async def open(cls, browser: Any, origin: str, *, timeout_ms: int = 5_000) -> Tab:
@@ -184,9 +188,12 @@ class Tab:
 
     async def key_down(self, key: str) -> None:
         await self._act(self.page.keyboard.down(key))
+        self._held_keys.append(key)
 
     async def key_up(self, key: str) -> None:
         await self._act(self.page.keyboard.up(key))
+        if key in self._held_keys:
+            self._held_keys.remove(key)
 
     # pointer actions at coordinates: CSS pixels of the viewport, which are the screenshot's pixels
 
@@ -199,10 +206,12 @@ class Tab:
     async def mouse_down(self, x: float, y: float, button: str = "left") -> None:
         point, button = self._point(x, y), _button(button)
         await self._act(_in_order(self.page.mouse.move(*point), self.page.mouse.down(button=button)))
+        self._held_buttons.add(button)
 
     async def mouse_up(self, x: float, y: float, button: str = "left") -> None:
         point, button = self._point(x, y), _button(button)
         await self._act(_in_order(self.page.mouse.move(*point), self.page.mouse.up(button=button)))
+        self._held_buttons.discard(button)
 
     async def drag(self, source: Any, target: Any) -> None:
         """Press the left button on `source`, move to `target`, release; each a ref or an `[x, y]` point."""
@@ -252,19 +261,54 @@ class Tab:
         Actionable elements without a role get one first (`gfcr.envs.browser.actionable`), so
         that they have refs too. With `boxes`, each element carries its bounding box
         (`[box=x,y,width,height]`, CSS pixels of the viewport), for set-of-marks.
+
+        Playwright prefixes the refs with a number that counts the page's documents (`f7e5`); the
+        main frame's refs are given without it (`e5`, which `_find` maps back), so the same page
+        reads the same however many episodes its tab has served. An iframe's keep theirs.
         """
         for _ in range(3):
             try:
                 await reveal_actionable(self.page)
-                return await self.page.aria_snapshot(mode="ai", boxes=boxes)
+                text = await self.page.aria_snapshot(mode="ai", boxes=boxes)
+                break
             except Exception as e:  # a navigation replaced the document mid-snapshot: read the new one
                 if "context was destroyed" not in str(e) and "navigat" not in str(e):
                     raise
                 await self.page.wait_for_load_state("load")
-        return await self.page.aria_snapshot(mode="ai", boxes=boxes)
+        else:
+            text = await self.page.aria_snapshot(mode="ai", boxes=boxes)
+        first = FIRST_REF.search(text)
+        self._frame_prefix = (first.group(1) or "") if first else ""
+        if not self._frame_prefix:
+            return text
+        return text.replace(f"[ref={self._frame_prefix}e", "[ref=e")
 
     async def screenshot(self) -> bytes:
         return await self.page.screenshot(type="png")
+
+    async def recycle(self) -> None:
+        """Make this tab as good as new for another episode, keeping its context and renderer.
+
+        The keys and buttons the episode holds are released and its document left for a blank one
+        (its scripts, timers and unload handlers end there); the pointer leaves the page; the
+        origin's cookies and storage (local, session, IndexedDB, Cache Storage), the window's name
+        and the history of the episode's pages are cleared, and so are the notes and the clipboard.
+        """
+        for key in reversed(self._held_keys):
+            await self.page.keyboard.up(key)
+        for button in self._held_buttons:
+            await self.page.mouse.up(button=button)
+        self._held_keys, self._held_buttons = [], set()
+        await self.page.goto(self.origin + BLANK)
+        await self.page.mouse.move(-1, -1)
+        cdp = await self.context.new_cdp_session(self.page)
+        try:
+            await cdp.send("Storage.clearDataForOrigin", {"origin": self.origin, "storageTypes": "all"})
+            await self.page.evaluate("() => { sessionStorage.clear(); window.name = ''; }")
+            await cdp.send("Page.resetNavigationHistory")
+        finally:
+            await cdp.detach()
+        self.notes, self.session, self.clipboard = [], None, ""
 
     async def close(self) -> None:
         try:
@@ -277,7 +321,8 @@ class Tab:
     async def _find(self, ref: str) -> Any:
         if not isinstance(ref, str) or not REF.fullmatch(ref):
             raise ToolError(f"{ref!r} is not an element reference; use a ref from the page, like 'e5'")
-        element = self.page.locator(f"aria-ref={ref}")
+        prefix = self._frame_prefix if ref.startswith("e") else ""
+        element = self.page.locator(f"aria-ref={prefix}{ref}")
         if await element.count() == 0:
             raise ToolError(f"there is no element {ref} on this page; use a ref from the latest page")
         return element
@@ -490,39 +535,22 @@ def _short_error(error: Exception) -> str:
     return f"{first}: {why}"
 
 
-_SPARES: weakref.WeakKeyDictionary[Any, asyncio.Future[Tab]] = weakref.WeakKeyDictionary()
+async def fresh_tab(browser: Any, origin: str, timeout_ms: int, used: Tab | None = None) -> Tab:
+    """A tab for a new episode on `origin`: `used` (the env's last one) recycled if it can be, else a new one.
 
-
-async def fresh_tab(browser: Any, origin: str, timeout_ms: int) -> Tab:
-    """A never-used tab on `origin`: the one `open_ahead` opened for `browser`, else a new one.
-
-    Every episode gets a new context; opening its page starts a renderer process, the slowest part
-    of a reset, which `open_ahead` takes off the next reset's path.
+    Recycling keeps the context and its renderer process: a new context's page starts a renderer,
+    the slowest part of a reset, and a warm renderer loads the task's page faster
+    (docs/benchmarks.md, "Browser env").
     """
-    spare, tab = _SPARES.pop(browser, None), None
-    if spare is not None:
-        try:
-            tab = await spare
-        except Exception:  # the browser died meanwhile: open one now (the caller relaunched it)
-            tab = None
-        if tab is not None and (tab.origin != origin or tab.crashed or tab.page.is_closed()):
-            await tab.close()
-            tab = None
-    if tab is None:
-        tab = await Tab.open(browser, origin)
+    if used is not None:
+        if used.context.browser is browser and used.origin == origin and not used.crashed:
+            try:
+                await used.recycle()
+                used.set_timeout(timeout_ms)
+                return used
+            except Exception:  # closed, crashed or its browser died: a new tab instead
+                pass
+        await used.close()
+    tab = await Tab.open(browser, origin)
     tab.set_timeout(timeout_ms)
     return tab
-
-
-def open_ahead(browser: Any, origin: str) -> None:
-    """Start opening the tab that `fresh_tab` gives next, while the agent works on this episode.
-
-    Called once an episode's page is up: opened during the reset, it would take the CPU the page
-    being loaded needs (on 2 cores the median reset was 953 ms that way against 513 ms, and a
-    whole episode slower too; docs/benchmarks.md).
-    """
-    if browser in _SPARES:
-        return
-    ahead = asyncio.ensure_future(Tab.open(browser, origin))
-    ahead.add_done_callback(lambda f: f.cancelled() or f.exception())  # a failure is handled when taken
-    _SPARES[browser] = ahead

@@ -64,6 +64,82 @@ def test_goto_reaches_only_the_tasks_own_origin(env):
     assert PageView.parse(obs).path == "/mail/trash"
 
 
+LEAVE_STATE = """async () => {
+  document.cookie = "left=1";
+  localStorage.setItem("left", "1");
+  sessionStorage.setItem("left", "1");
+  window.name = "left";
+  await new Promise(done => { indexedDB.open("left").onsuccess = done; });
+  await (await caches.open("left")).put("/left", new Response("1"));
+}"""
+PROBE = """() => {
+  const box = document.body.appendChild(document.createElement("input"));
+  box.focus();
+  window.seen = [];
+  box.addEventListener("keydown", e => { if (e.key === "a") seen.push([e.key, e.shiftKey]); });
+  document.addEventListener("mousemove", e => seen.push(["move", e.buttons]));
+}"""
+READ_STATE = """async () => [
+  document.cookie, localStorage.length, sessionStorage.length, window.name,
+  (await indexedDB.databases()).length, (await caches.keys()).length,
+]"""
+
+
+def on_page(env, script: str):
+    """What `script` returns on the env's page."""
+    got = []
+
+    async def run(tab):
+        got.append(await tab.page.evaluate(script))
+
+    env.unwrapped.on_page(run)
+    return got[0]
+
+
+def test_nothing_an_episode_leaves_behind_reaches_the_next(env):
+    """Cookies, storage, the window's name, held keys and buttons, notes, refs, the clipboard, history."""
+    fresh = gym.make("gfcr/Browser-v0", dataset=["mail", "click-test"], num_seeds=2)
+    try:
+        new_obs, _ = fresh.reset(options={"task_id": "miniwob/click-test/1"})
+        new_tab = on_page(fresh, READ_STATE)
+    finally:
+        fresh.close()
+    obs, _ = env.reset(options={"task_id": "mail/1"})
+    click(env, obs, "link", "Your weekly deals")  # a note, and one more page in the history
+    on_page(env, LEAVE_STATE)
+
+    async def hold(tab):
+        await tab.key_down("Shift")
+        await tab.mouse_down(5, 5)
+        tab.clipboard = "left"
+
+    env.unwrapped.on_page(hold)
+    obs, _ = env.reset(options={"task_id": "miniwob/click-test/1"})
+    assert obs == new_obs  # no note left over, and the refs are the same
+    assert on_page(env, READ_STATE) == new_tab == ["", 0, 0, "", 0, 0]
+
+    async def press_move_paste(tab):
+        await tab.page.evaluate(PROBE)
+        await tab.press("a")
+        await tab.mouse_move(20, 20)
+        await tab.press("ControlOrMeta+v")
+
+    env.unwrapped.on_page(press_move_paste)
+    # no Shift held, no button down, nothing to paste
+    assert on_page(env, "() => [seen, document.activeElement.value]") == [[["a", False], ["move", 0]], "a"]
+    button = PageView.parse(obs).find("button", "Click Me!")
+    assert env.step(f'click("{button.ref}")')[1] == 1.0  # the left button is up: a click is a click
+    paths = []
+
+    async def back_twice(tab):
+        for _ in range(2):
+            await tab.back()
+            paths.append(tab.path)
+
+    env.unwrapped.on_page(back_twice)
+    assert not any(path.startswith("/mail") for path in paths), paths  # the history is this episode's
+
+
 def test_a_crashed_page_truncates_the_episode_and_the_next_reset_recovers(env):
     env.reset(options={"task_id": "miniwob/click-test/0"})
     tab = env.unwrapped._episode.tab

@@ -77,7 +77,7 @@ def test_a_social_media_menu_item_is_reached_through_the_revealed_more_button(en
 def test_pages_without_such_elements_keep_their_observation(env):
     obs, _ = env.reset(options={"task_id": "miniwob/click-test/0"})
     assert obs.split("Page:\n")[1] == (
-        '- generic [ref=f1e2]:\n  - generic [ref=f1e3]: Click the button.\n  - button "Click Me!" [ref=f1e5]'
+        '- generic [ref=e2]:\n  - generic [ref=e3]: Click the button.\n  - button "Click Me!" [ref=e5]'
     )
 
 
