@@ -64,6 +64,7 @@ class Tab:
         self._held_keys: list[str] = []  # pressed by key_down, not yet released
         self._held_buttons: set[str] = set()  # pressed by mouse_down, not yet released
         self._frame_prefix = ""  # Playwright's prefix of the latest snapshot's main-frame refs, left out
+        self._cdp: Any = None  # a DevTools session on the page (`open` starts it), for what Playwright lacks
 
     @classmethod
     async def open(cls, browser: Any, origin: str, *, timeout_ms: int = 5_000) -> Tab:
@@ -88,6 +89,10 @@ class Tab:
         page.on("load", lambda _: tab._navigated())
         # Wait on the origin itself: the renderer for the site starts now, and the task's page does
         # not swap processes (and connections) when it loads.
+        # No HTTP or memory cache: each episode's page loads its images and style sheets as a new
+        # context's would, so the waits for them see their requests (and nothing carries over).
+        tab._cdp = await context.new_cdp_session(page)
+        await tab._cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
         await page.goto(origin + BLANK)
         return tab
 
@@ -299,15 +304,13 @@ class Tab:
         for button in self._held_buttons:
             await self.page.mouse.up(button=button)
         self._held_keys, self._held_buttons = [], set()
-        await self.page.goto(self.origin + BLANK)
-        await self.page.mouse.move(-1, -1)
-        cdp = await self.context.new_cdp_session(self.page)
-        try:
-            await cdp.send("Storage.clearDataForOrigin", {"origin": self.origin, "storageTypes": "all"})
-            await self.page.evaluate("() => { sessionStorage.clear(); window.name = ''; }")
-            await cdp.send("Page.resetNavigationHistory")
-        finally:
-            await cdp.detach()
+        await self.page.goto(self.origin + BLANK, wait_until="commit")
+        await asyncio.gather(  # independent of each other: one round trip's wait for all
+            self.page.mouse.move(-1, -1),
+            self._cdp.send("Storage.clearDataForOrigin", {"origin": self.origin, "storageTypes": "all"}),
+            self.page.evaluate("() => { sessionStorage.clear(); window.name = ''; }"),
+            self._cdp.send("Page.resetNavigationHistory"),
+        )
         self.notes, self.session, self.clipboard = [], None, ""
 
     async def close(self) -> None:
