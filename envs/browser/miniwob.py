@@ -33,16 +33,18 @@ from gfcr.errors import UnknownNameError
 NO_LIMIT_MS = 1_000_000_000  # about 11 days: "no timer" for setTimeout (which overflows past 2**31 ms)
 HIDE = "#reward-display, #click-canvas, #sync-task-cover { display: none !important; }"
 # One round trip starts the episode (seeded; no time limit unless one is set; MiniWoB's reward
-# display hidden) and resolves, with the utterance, once the task is drawn: the drawing may request
-# images (the e-mail pages' icons), which the caller waits for. Every page in html/miniwob is ready
-# as soon as it starts (core.js's WOB_TASK_READY is never cleared there). The natural-language
-# tasks' getUtterance() returns {utterance, fields}; the agent gets the text.
+# display hidden) and resolves, with the utterance, once the task's first frame is drawn: drawing
+# requests the images (the e-mail pages' icons), which the caller then waits for. Every page in
+# html/miniwob is ready as soon as it starts (core.js's WOB_TASK_READY is never cleared there).
+# The natural-language tasks' getUtterance() returns {utterance, fields}; the agent gets the text.
 START = """async ([seed, limitMs, hide]) => {
   document.head.appendChild(Object.assign(document.createElement("style"), { textContent: hide }));
   Math.seedrandom(seed);
   core.EPISODE_MAX_TIME = limitMs;
   core.startEpisodeReal();
-  await new Promise(drawn => requestAnimationFrame(() => drawn()));
+  // a frame's callbacks run before its style and layout, which request the images: the second
+  // callback comes after the first frame is drawn
+  await new Promise(drawn => requestAnimationFrame(() => requestAnimationFrame(() => drawn())));
   const u = core.getUtterance();
   return typeof u === "string" ? u : u.utterance;
 }"""

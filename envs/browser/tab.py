@@ -1,4 +1,4 @@
-"""`Tab`: one episode's browser context and page, confined to one origin.
+"""`Tab`: an env's browser context and page, confined to one origin, recycled between episodes.
 
 Every method is a coroutine for the browser host's loop (`gfcr.envs.browser.host`). A tab is:
 
@@ -176,10 +176,10 @@ class Tab:
             await self.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=self.origin)
             try:
                 # The tab's own text first: a paste pastes it, a copy of nothing leaves it there.
-                await self._on_page("text => navigator.clipboard.writeText(text)", self.clipboard)
+                await self._clipboard_call("text => navigator.clipboard.writeText(text)", self.clipboard)
                 await self._act(target.press(key))
                 if command != "paste":
-                    self.clipboard = await self._on_page("() => navigator.clipboard.readText()")
+                    self.clipboard = await self._clipboard_call("() => navigator.clipboard.readText()")
             finally:
                 await self.context.clear_permissions()
 
@@ -355,8 +355,8 @@ class Tab:
             raise ToolError(f"{end} is not visible on the page, so it cannot be dragged or dropped on")
         return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
 
-    async def _on_page(self, script: str, arg: Any = None) -> Any:
-        """`script`'s value on the page; `ToolError` if the page cannot run it now."""
+    async def _clipboard_call(self, script: str, arg: Any = None) -> Any:
+        """`script`'s value on the page (a clipboard call); `ToolError` if the page cannot run it now."""
         try:
             return await self.page.evaluate(script, arg)
         except Exception as e:

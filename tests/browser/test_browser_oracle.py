@@ -16,6 +16,7 @@ from gfcr.envs.browser.miniwob import miniwob_pages
 from gfcr.envs.browser.miniwob_oracle import SOLVED_PAGES, WHY_UNSOLVED
 
 ENV_ID = "gfcr/Browser-v0"
+TIMED = ["button-delay"]  # the page times the wait between two clicks, within 15%
 
 
 def rewards_of(in_threads, task_ids: list[str], policy_factory, **env_kwargs) -> dict[str, float]:
@@ -38,9 +39,15 @@ def test_oracle_solves_every_task_of_each_app(in_threads, app):
 
 
 def test_oracle_solves_every_solvable_page(in_threads):
+    """Three episodes at a time, as a runner's pool would; a page judged on the seconds between two
+    clicks runs alone, where other episodes do not slow its actions."""
     assert len(SOLVED_PAGES) >= 100
-    task_ids = [f"miniwob/{page}/0" for page in SOLVED_PAGES]
-    rewards = rewards_of(in_threads, task_ids, OraclePolicy, dataset="solvable", num_seeds=1)
+    rewards = {}
+    for pages, workers in (([p for p in SOLVED_PAGES if p not in TIMED], 3), (TIMED, 1)):
+        task_ids = [f"miniwob/{page}/0" for page in pages]
+        kwargs = {"dataset": "solvable", "num_seeds": 1, "workers": workers}
+        rewards |= rewards_of(in_threads, task_ids, OraclePolicy, **kwargs)
+    assert len(rewards) == len(SOLVED_PAGES)
     assert {task: reward for task, reward in rewards.items() if reward != 1.0} == {}
 
 
