@@ -74,6 +74,8 @@ INSTRUCTIONS = (
 )
 SYNTAXES = ("gfcr", "browsergym")
 SOLVER_MISSES = (LookupError, AttributeError, ValueError, TypeError, StopIteration)
+LOOK_AGAIN = format_call("noop", 300)  # the scripted solver's wait when the page is not as it expects
+LOOKS_BEFORE_GIVING_UP = 3
 HOW_TO_ACT = 'No action found; write a call such as click("e5") or fill("e6", "text").'
 
 
@@ -367,12 +369,19 @@ class BrowserEnv(TextEnv):
 
     @classmethod
     def oracle(cls, task: Task, messages: Sequence[Message]) -> str:
-        """The next actions of the task's scripted solver, read off the latest page in `messages`."""
+        """The next actions of the task's scripted solver, read off the latest page in `messages`.
+
+        Where the page is not as the solver expects (a slow machine's page still drawing), it
+        waits and reads the page again, `LOOKS_BEFORE_GIVING_UP` times, before it answers that it
+        is stuck.
+        """
         latest = next((m.content for m in reversed(messages) if "\nPage:\n" in m.content), "")
         site = make_sites()[task.metadata["site"]]
         try:
             actions = site.next_actions(task, PageView.parse(latest))
-        except SOLVER_MISSES as e:  # the page is not as the solver expects
+        except SOLVER_MISSES as e:  # the page is not as the solver expects: it may still be settling
+            if _trailing_replies(messages, LOOK_AGAIN) < LOOKS_BEFORE_GIVING_UP:
+                return LOOK_AGAIN
             return format_call("answer", f"the scripted solver is stuck: {type(e).__name__}: {e}")
         return "\n".join(actions) or format_call("answer", "the scripted solver has no plan here")
 
@@ -544,6 +553,16 @@ class BrowserEnv(TextEnv):
 def _check_clicks(clicks: Any) -> None:
     if isinstance(clicks, bool) or clicks not in (1, 2, 3):
         raise ToolError(f"clicks must be 1, 2 or 3, got {clicks!r}")
+
+
+def _trailing_replies(messages: Sequence[Message], text: str) -> int:
+    """How many of the latest assistant messages, counting back, are `text`.
+
+    >>> _trailing_replies([Message("assistant", "a"), Message("user", "p"), Message("assistant", "b")], "b")
+    1
+    """
+    replies = [m.content for m in messages if m.role == "assistant"]
+    return next((n for n, reply in enumerate(reversed(replies)) if reply != text), len(replies))
 
 
 class _Episode:

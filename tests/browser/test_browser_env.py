@@ -8,7 +8,7 @@ import gymnasium as gym
 import pytest
 
 import gfcr  # noqa: F401  (registers the envs)
-from gfcr.core import Action, ToolCall
+from gfcr.core import Action, Message, ToolCall
 from gfcr.envs.browser import BrowserEnv
 from gfcr.envs.browser.miniwob import miniwob_pages
 from gfcr.envs.browser.snapshot import PageView
@@ -247,3 +247,19 @@ def test_the_oracle_reads_refs_off_the_latest_page(env):
     obs, info = env.reset(options={"task_id": "miniwob/click-test/4"})
     action = BrowserEnv.oracle(info["task"], info["messages"])
     assert action == f'click("{ref_of(obs, "button", "Click Me!")}")'
+
+
+def test_the_oracle_looks_again_at_a_page_not_as_it_expects_then_says_it_is_stuck(env):
+    """A slow machine's page may still be drawing: the solver waits and reads it again, then gives up."""
+    _, info = env.reset(options={"task_id": "miniwob/click-test/4"})
+    task, drawing = (
+        info["task"],
+        Message("user", "Goal: Click the button.\nURL: /\nPage:\n- generic [ref=e1]"),
+    )
+    messages = [drawing]
+    for _ in range(3):
+        assert BrowserEnv.oracle(task, messages) == "noop(300)"
+        messages += [Message("assistant", "noop(300)"), drawing]
+    assert BrowserEnv.oracle(task, messages).startswith('answer("the scripted solver is stuck: LookupError')
+    messages[-1] = info["messages"][-1]  # the page drawn: the solver acts
+    assert BrowserEnv.oracle(task, messages).startswith("click(")

@@ -10,6 +10,7 @@ import pytest
 
 from gfcr.agents import OraclePolicy, RandomPolicy
 from gfcr.agents.runner.rollout import rollout
+from gfcr.core.trajectory import Trajectory
 from gfcr.envs.browser.apps import APPS
 from gfcr.envs.browser.data import app_source
 from gfcr.envs.browser.miniwob import miniwob_pages
@@ -19,36 +20,54 @@ ENV_ID = "gfcr/Browser-v0"
 TIMED = ["button-delay"]  # the page times the wait between two clicks, within 15%
 
 
-def rewards_of(in_threads, task_ids: list[str], policy_factory, **env_kwargs) -> dict[str, float]:
-    """Reward per task, each episode a rollout of a fresh policy from `policy_factory`."""
+def trajectories_of(in_threads, task_ids: list[str], policy_factory, **env_kwargs) -> dict[str, Trajectory]:
+    """Each task's trajectory, each episode a rollout of a fresh policy from `policy_factory`."""
 
-    def episode(env, task_id: str) -> float:
+    def episode(env, task_id: str) -> Trajectory:
         trajectory = rollout(env, policy_factory(), env_id=ENV_ID, task_id=task_id, seed=0)
         assert trajectory.status != "failed", trajectory.failure
-        return trajectory.total_reward
+        return trajectory
 
     return in_threads(task_ids, episode, **env_kwargs)
+
+
+def rewards_of(in_threads, task_ids: list[str], policy_factory, **env_kwargs) -> dict[str, float]:
+    runs = trajectories_of(in_threads, task_ids, policy_factory, **env_kwargs)
+    return {task: trajectory.total_reward for task, trajectory in runs.items()}
+
+
+def first_page(trajectory: Trajectory) -> str:
+    return trajectory.messages[0].content.split("\n\n", 1)[-1]  # the prompt without the instructions
+
+
+def unsolved(runs: dict[str, Trajectory]) -> dict[str, str]:
+    """The episodes the oracle did not solve, each with what it saw first and did last (to debug)."""
+    return {
+        task: f"reward {t.total_reward}; first page: {first_page(t)!r}; last: {t.messages[-1].content!r}"
+        for task, t in runs.items()
+        if t.total_reward != 1.0
+    }
 
 
 @pytest.mark.parametrize("app", sorted(APPS))
 def test_oracle_solves_every_task_of_each_app(in_threads, app):
     task_ids = app_source(app).ids()
-    rewards = rewards_of(in_threads, task_ids, OraclePolicy, dataset=app)
-    assert len(rewards) == APPS[app].num_tasks
-    assert {task: reward for task, reward in rewards.items() if reward != 1.0} == {}
+    runs = trajectories_of(in_threads, task_ids, OraclePolicy, dataset=app)
+    assert len(runs) == APPS[app].num_tasks
+    assert unsolved(runs) == {}
 
 
 def test_oracle_solves_every_solvable_page(in_threads):
     """Three episodes at a time, as a runner's pool would; a page judged on the seconds between two
     clicks runs alone, where other episodes do not slow its actions."""
     assert len(SOLVED_PAGES) >= 100
-    rewards = {}
+    runs = {}
     for pages, workers in (([p for p in SOLVED_PAGES if p not in TIMED], 3), (TIMED, 1)):
         task_ids = [f"miniwob/{page}/0" for page in pages]
         kwargs = {"dataset": "solvable", "num_seeds": 1, "workers": workers}
-        rewards |= rewards_of(in_threads, task_ids, OraclePolicy, **kwargs)
-    assert len(rewards) == len(SOLVED_PAGES)
-    assert {task: reward for task, reward in rewards.items() if reward != 1.0} == {}
+        runs |= trajectories_of(in_threads, task_ids, OraclePolicy, **kwargs)
+    assert len(runs) == len(SOLVED_PAGES)
+    assert unsolved(runs) == {}
 
 
 def test_every_page_without_a_solver_says_why():
