@@ -272,9 +272,14 @@ def check_vector_modes(env_id: str, kwargs: Mapping[str, Any] | None = None, *, 
             )
             step = envs.step(VECTOR_ACTIONS[:num_envs])
             results[mode] = (observations, step[0], step[1].tolist(), step[2].tolist(), step[3].tolist())
+            task_ids = [task.id for task in infos["task"]]
         finally:
             envs.close()
-    _require(results["sync"] == results["async"], "sync and async vector envs disagree on the same actions")
+    _require(
+        results["sync"] == results["async"],
+        "sync and async vector envs disagree on the same actions: "
+        + _first_difference(results["sync"], results["async"], task_ids),
+    )
     observations = results["sync"][0]
     _require(all(isinstance(o, str) and o for o in observations), "a vector env gave an empty observation")
     single = gym.make(env_id, **(kwargs or {}))
@@ -412,6 +417,29 @@ def _timed(report: ContractReport, name: str, check: Callable[[], Any]) -> Any:
         CheckResult(name, "passed", value if isinstance(value, str) else "", time.perf_counter() - started)
     )
     return value
+
+
+def _first_difference(sync: tuple[Any, ...], async_: tuple[Any, ...], task_ids: list[str]) -> str:
+    """Where two vector runs' (reset observations, step observations, rewards, …) first differ.
+
+    >>> _first_difference((["a\\nb"], ["c"]), (["a\\nB"], ["c"]), ["t/0"])
+    "reset observation of env 0 (task t/0), line 2: 'b' in sync mode, 'B' in async mode"
+    """
+    parts = ("reset observation", "step observation", "reward", "terminated", "truncated")
+    for part, left, right in zip(parts, sync, async_, strict=True):
+        for index, (one, other) in enumerate(zip(left, right, strict=True)):
+            if one == other:
+                continue
+            where = f"{part} of env {index} (task {task_ids[index]})"
+            if not isinstance(one, str):
+                return f"{where}: {one!r} in sync mode, {other!r} in async mode"
+            lines = itertools.zip_longest(one.splitlines(), other.splitlines(), fillvalue="")
+            found = next(((n, a, b) for n, (a, b) in enumerate(lines, 1) if a != b), None)
+            if found is None:
+                return f"{where}: the same lines, ended differently"
+            number, a, b = found
+            return f"{where}, line {number}: {_short(a)} in sync mode, {_short(b)} in async mode"
+    return "the runs differ"
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -252,10 +252,8 @@ def test_the_oracle_reads_refs_off_the_latest_page(env):
 def test_the_oracle_looks_again_at_a_page_not_as_it_expects_then_says_it_is_stuck(env):
     """A slow machine's page may still be drawing: the solver waits and reads it again, then gives up."""
     _, info = env.reset(options={"task_id": "miniwob/click-test/4"})
-    task, drawing = (
-        info["task"],
-        Message("user", "Goal: Click the button.\nURL: /\nPage:\n- generic [ref=e1]"),
-    )
+    task = info["task"]
+    drawing = Message("user", "Goal: Click the button.\nURL: /\nPage:\n- generic [ref=e1]")
     messages = [drawing]
     for _ in range(3):
         assert BrowserEnv.oracle(task, messages) == "noop(300)"

@@ -17,7 +17,7 @@ from gfcr.envs.browser.miniwob import miniwob_pages
 from gfcr.envs.browser.miniwob_oracle import SOLVED_PAGES, WHY_UNSOLVED
 
 ENV_ID = "gfcr/Browser-v0"
-TIMED = ["button-delay"]  # the page times the wait between two clicks, within 15%
+TIMED = ["button-delay"]  # the page times the wait between two presses, within 15%
 
 
 def trajectories_of(in_threads, task_ids: list[str], policy_factory, **env_kwargs) -> dict[str, Trajectory]:
@@ -59,7 +59,7 @@ def test_oracle_solves_every_task_of_each_app(in_threads, app):
 
 def test_oracle_solves_every_solvable_page(in_threads):
     """Three episodes at a time, as a runner's pool would; a page judged on the seconds between two
-    clicks runs alone, where other episodes do not slow its actions."""
+    presses runs alone, where other episodes do not slow its actions."""
     assert len(SOLVED_PAGES) >= 100
     runs = {}
     for pages, workers in (([p for p in SOLVED_PAGES if p not in TIMED], 3), (TIMED, 1)):
