@@ -33,9 +33,12 @@ from gfcr.errors import UnknownNameError
 NO_LIMIT_MS = 1_000_000_000  # about 11 days: "no timer" for setTimeout (which overflows past 2**31 ms)
 HIDE = "#reward-display, #click-canvas, #sync-task-cover { display: none !important; }"
 # One round trip starts the episode (seeded; no time limit unless one is set; MiniWoB's reward
-# display hidden) and resolves, with the utterance, once the task's first frame is drawn: drawing
-# requests the images (the e-mail pages' icons), which the caller then waits for. Every page in
-# html/miniwob is ready as soon as it starts (core.js's WOB_TASK_READY is never cleared there).
+# display hidden) and resolves, with the utterance, once the task's first frame is drawn and the
+# images it showed have loaded and been laid out (the e-mail pages' icons are CSS `content` images
+# that get their size, and with it a ref, only then; the browser's request events can reach the
+# host after this call's answer, so the wait for them alone missed some on a loaded machine).
+# Every page in html/miniwob is ready as soon as it starts (core.js's WOB_TASK_READY is never
+# cleared there).
 # The natural-language tasks' getUtterance() returns {utterance, fields}; the agent gets the text.
 START = """async ([seed, limitMs, hide]) => {
   document.head.appendChild(Object.assign(document.createElement("style"), { textContent: hide }));
@@ -44,7 +47,23 @@ START = """async ([seed, limitMs, hide]) => {
   core.startEpisodeReal();
   // a frame's callbacks run before its style and layout, which request the images: the second
   // callback comes after the first frame is drawn
-  await new Promise(drawn => requestAnimationFrame(() => requestAnimationFrame(() => drawn())));
+  const drawn = () => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
+  await drawn();
+  const loaded = [];  // a check per image shown: an <img> is complete, a CSS image has its entry
+  for (const element of document.querySelectorAll("*")) {
+    if (!element.checkVisibility()) continue;
+    const style = getComputedStyle(element);
+    for (const value of [style.content, style.backgroundImage])
+      for (const [, url] of value.matchAll(/url\("(http[^"]+)"\)/g))
+        loaded.push(() => performance.getEntriesByName(url).length > 0);  // its last byte came
+    if (element instanceof HTMLImageElement) loaded.push(() => element.complete);
+  }
+  const deadline = performance.now() + 2000;
+  if (!loaded.every(check => check())) {
+    while (!loaded.every(check => check()) && performance.now() < deadline)
+      await new Promise(wait => setTimeout(wait, 5));
+    await drawn();  // laid out with their sizes
+  }
   const u = core.getUtterance();
   return typeof u === "string" ? u : u.utterance;
 }"""
