@@ -54,7 +54,7 @@ START = """async ([seed, limitMs, hide]) => {
     if (!element.checkVisibility()) continue;
     const style = getComputedStyle(element);
     for (const value of [style.content, style.backgroundImage])
-      for (const [, url] of value.matchAll(/url\("(http[^"]+)"\)/g))
+      for (const [, url] of value.matchAll(/url\\("(http[^"]+)"\\)/g))
         loaded.push(() => performance.getEntriesByName(url).length > 0);  // its last byte came
     if (element instanceof HTMLImageElement) loaded.push(() => element.complete);
   }
