@@ -122,7 +122,7 @@ class MiniwobSite:
     async def open(self, tab: Tab, task: Task) -> str:
         await tab.goto(f"/wob/miniwob/{task.metadata['page']}.html")
         utterance = await tab.page.evaluate(START, [task.metadata["seed"], self.limit_ms, HIDE])
-        await tab.requests_done()  # e.g. the e-mail pages' icons, which move things once loaded
+        await tab.requests_done()  # what else the start asked for (START waits for the images shown)
         return str(utterance)
 
     async def judge(self, tab: Tab, task: Task, answer: str | None) -> SiteJudgement:

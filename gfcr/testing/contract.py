@@ -275,11 +275,9 @@ def check_vector_modes(env_id: str, kwargs: Mapping[str, Any] | None = None, *, 
             task_ids = [task.id for task in infos["task"]]
         finally:
             envs.close()
-    _require(
-        results["sync"] == results["async"],
-        "sync and async vector envs disagree on the same actions: "
-        + _first_difference(results["sync"], results["async"], task_ids),
-    )
+    if results["sync"] != results["async"]:
+        where = _first_difference(results["sync"], results["async"], task_ids)
+        raise ContractViolation(f"sync and async vector envs disagree on the same actions: {where}")
     observations = results["sync"][0]
     _require(all(isinstance(o, str) and o for o in observations), "a vector env gave an empty observation")
     single = gym.make(env_id, **(kwargs or {}))
