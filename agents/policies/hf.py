@@ -4,8 +4,11 @@ Requests are expanded to one row per sample (`n`), grouped by their sampling set
 generated in left-padded batches of similar prompt lengths, at most `max_batch_size` rows and
 `max_batch_tokens` padded prompt tokens each (one long prompt does not pad the whole batch to its
 length). Log-probabilities are those of
-the model's raw logits (before temperature and top-p), as vLLM reports them by default. The
-device is chosen automatically (CUDA, then Apple MPS, then CPU) unless given.
+the model's raw logits (before temperature and top-p), as vLLM reports them by default. Each
+seeded sample draws from a random generator of its own (`_RowSampler`), so its tokens depend on its
+seed and prompt, not on which other requests shared its batch: a seeded run samples the same
+whether the runner batched it under load or idle. The device is chosen automatically (CUDA, then
+Apple MPS, then CPU) unless given.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ class _Row:
     request: int
     prompt_ids: tuple[int, ...]
     sampling: SamplingParams
+    seed: int | None = None  # this sample's own: the request's seed and which of its n samples
 
 
 class HFPolicy(ChatTokens):
@@ -139,9 +143,10 @@ class HFPolicy(ChatTokens):
                 i,
                 request.prompt_ids or tuple(self.encode_prompt(request.messages, request.tools)),
                 request.sampling,
+                sample_seed(request.sampling.seed, k),
             )
             for i, request in enumerate(requests)
-            for _ in range(request.sampling.n)
+            for k in range(request.sampling.n)
         ]
         results: list[Completion | None] = [None] * len(rows)
         groups: dict[tuple, list[int]] = {}
@@ -176,18 +181,17 @@ class HFPolicy(ChatTokens):
             torch.arange(width) >= torch.tensor([[width - len(rows[i].prompt_ids)] for i in live])
         ).long()
         sampling = rows[live[0]].sampling
-        seeds = [rows[i].sampling.seed for i in live if rows[i].sampling.seed is not None]
-        if seeds:  # one generator per batch: reproducible for the same batch
-            torch.manual_seed(int(hashlib.sha256(repr(seeds).encode()).hexdigest()[:15], 16))
         sample = sampling.temperature > 0
+        sampler = [_RowSampler([rows[i].seed for i in live], sampling, self.device)] if sample else None
         with torch.inference_mode():
             generated = self.model.generate(
                 input_ids=input_ids.to(self.device),
                 attention_mask=attention_mask.to(self.device),
                 max_new_tokens=max(budgets[i] for i in live),
-                do_sample=sample,
-                temperature=sampling.temperature if sample else None,
-                top_p=sampling.top_p if sample else None,
+                do_sample=False,  # greedy over the sampler's perturbed scores: a draw per row
+                logits_processor=sampler,
+                temperature=None,
+                top_p=None,
                 top_k=None,
                 eos_token_id=self.end_ids,
                 pad_token_id=self.pad_id,
@@ -240,6 +244,49 @@ def _chunks(indices: list[int], rows: list[_Row], max_rows: int, max_tokens: int
         chunk.append(i)
     if chunk:
         yield chunk
+
+
+def sample_seed(seed: int | None, k: int) -> int | None:
+    """The seed of sample `k` (from 0) of a request seeded `seed`: the request's own for the first,
+    a distinct one derived from it for each other.
+
+    >>> sample_seed(7, 0), sample_seed(None, 3), sample_seed(7, 1) not in (7, sample_seed(7, 2))
+    (7, None, True)
+    """
+    if seed is None or k == 0:
+        return seed
+    return int.from_bytes(hashlib.sha256(f"{seed}#{k}".encode()).digest()[:7], "big")
+
+
+class _RowSampler:
+    """A `transformers` logits processor that samples each row with a random generator of its own.
+
+    The Gumbel-max trick: the scores are scaled by the temperature and cut to the top-p nucleus
+    (transformers' own warpers), then each row adds `-log(E)`, with E ~ Exp(1) drawn from its
+    generator; `generate`'s greedy pick of the largest is then a draw from the row's softmax. A row
+    without a seed draws from torch's global generator.
+    """
+
+    def __init__(self, seeds: list[int | None], sampling: SamplingParams, device: str) -> None:
+        import torch
+        from transformers import TemperatureLogitsWarper, TopPLogitsWarper
+
+        self.warpers: list[Any] = [TemperatureLogitsWarper(sampling.temperature)]
+        if sampling.top_p < 1.0:
+            self.warpers.append(TopPLogitsWarper(sampling.top_p))
+        self.generators = [
+            None if seed is None else torch.Generator(device).manual_seed(seed) for seed in seeds
+        ]
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        for warper in self.warpers:
+            scores = warper(input_ids, scores)
+        draws = torch.stack(
+            [torch.empty_like(scores[0]).exponential_(generator=g) for g in self.generators]
+        )  # (B, V): each row's from its own generator, whatever shares the batch
+        return scores - draws.log()
 
 
 def _ends_with_stop(ids: Sequence[int], stop: tuple[str, ...], decode: Decode) -> bool:
