@@ -5,10 +5,10 @@ generated in left-padded batches of similar prompt lengths, at most `max_batch_s
 `max_batch_tokens` padded prompt tokens each (one long prompt does not pad the whole batch to its
 length). Log-probabilities are those of
 the model's raw logits (before temperature and top-p), as vLLM reports them by default. Each
-seeded sample draws from a random generator of its own (`_RowSampler`), so its tokens depend on its
-seed and prompt, not on which other requests shared its batch: a seeded run samples the same
-whether the runner batched it under load or idle. The device is chosen automatically (CUDA, then
-Apple MPS, then CPU) unless given.
+seeded sample draws from a random generator of its own (`_RowSampler`, seeded by `sample_seed`), so
+its tokens depend on its seed and prompt, not on which other requests shared its batch: a seeded
+run samples the same whether the runner batched it under load or idle. The device is chosen
+automatically (CUDA, then Apple MPS, then CPU) unless given.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class _Row:
     request: int
     prompt_ids: tuple[int, ...]
     sampling: SamplingParams
-    seed: int | None = None  # this sample's own: the request's seed and which of its n samples
+    seed: int | None = None  # this sample's own: the request's seed, prompt and which of its n
 
 
 class HFPolicy(ChatTokens):
@@ -139,13 +139,11 @@ class HFPolicy(ChatTokens):
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         rows = [
-            _Row(
-                i,
-                request.prompt_ids or tuple(self.encode_prompt(request.messages, request.tools)),
-                request.sampling,
-                sample_seed(request.sampling.seed, k),
+            _Row(i, prompt_ids, request.sampling, sample_seed(request.sampling.seed, k, prompt_ids))
+            for i, request, prompt_ids in (
+                (i, r, r.prompt_ids or tuple(self.encode_prompt(r.messages, r.tools)))
+                for i, r in enumerate(requests)
             )
-            for i, request in enumerate(requests)
             for k in range(request.sampling.n)
         ]
         results: list[Completion | None] = [None] * len(rows)
@@ -246,16 +244,22 @@ def _chunks(indices: list[int], rows: list[_Row], max_rows: int, max_tokens: int
         yield chunk
 
 
-def sample_seed(seed: int | None, k: int) -> int | None:
-    """The seed of sample `k` (from 0) of a request seeded `seed`: the request's own for the first,
-    a distinct one derived from it for each other.
+def sample_seed(seed: int | None, k: int, prompt_ids: Sequence[int]) -> int | None:
+    """The generator seed of sample `k` (from 0) of a request seeded `seed` with these prompt ids.
 
-    >>> sample_seed(7, 0), sample_seed(None, 3), sample_seed(7, 1) not in (7, sample_seed(7, 2))
-    (7, None, True)
+    The prompt is part of it: episodes of different tasks share seeds (sample j of every task in a
+    group gets `seed + j`), and with the seed alone a nearly uniform model would write the same
+    text for every task.
+
+    >>> sample_seed(None, 0, (1, 2)) is None, sample_seed(7, 0, (1, 2)) == sample_seed(7, 0, (1, 2))
+    (True, True)
+    >>> len({sample_seed(7, 0, (1, 2)), sample_seed(7, 1, (1, 2)), sample_seed(7, 0, (1, 3))})
+    3
     """
-    if seed is None or k == 0:
-        return seed
-    return int.from_bytes(hashlib.sha256(f"{seed}#{k}".encode()).digest()[:7], "big")
+    if seed is None:
+        return None
+    digest = hashlib.sha256(f"{seed}#{k}#{','.join(map(str, prompt_ids))}".encode()).digest()
+    return int.from_bytes(digest[:7], "big")
 
 
 class _RowSampler:

@@ -192,21 +192,6 @@ class Episode:
         self._observation = None
 
 
-def episode_seed(seed: int, trajectory_id: str) -> int:
-    """The sampling seed of the runner's episode `trajectory_id` in a run seeded `seed`.
-
-    Specs share seeds (sample j of every task in a group gets `seed + j`) and a tree's branches
-    share their spec, so the seed alone would give them the same random draws: a nearly uniform
-    policy would write the same text for every task, and branches from one prefix would be
-    copies. The trajectory id names the env, task, seed, sample and a branch's place.
-
-    >>> episode_seed(3, "a") == episode_seed(3, "a") != episode_seed(3, "b")
-    True
-    """
-    digest = hashlib.sha256(f"{seed}/{trajectory_id}".encode()).digest()
-    return int.from_bytes(digest[:7], "big")  # 56 bits: fits every backend's seed type
-
-
 def turn_seed(seed: int, turn: int) -> int:
     """The sampling seed of turn `turn` (from 0) of an episode seeded `seed`: the episode's own seed
     on its first turn (single-turn runs sample as before), a hash of both after it.

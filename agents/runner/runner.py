@@ -30,7 +30,7 @@ from pathlib import Path
 from gfcr.agents.runner.batcher import Batcher
 from gfcr.agents.runner.env_pools import WORKER_LOST, EnvPool, ProcessEnvPool, ThreadEnvPool
 from gfcr.agents.runner.env_servers import EnvServers
-from gfcr.agents.runner.episode import Episode, episode_seed, solved
+from gfcr.agents.runner.episode import Episode, solved
 from gfcr.agents.runner.progress import RunProgress
 from gfcr.agents.runner.specs import EpisodeSpec
 from gfcr.agents.runner.writer import TrajectoryWriter
@@ -405,9 +405,8 @@ class _Run:
     async def _play(self, work: _Work, episode: Episode) -> None:
         config = self.config
         sampling = config.sampling
-        seed = work.spec.seed if sampling.seed is None else sampling.seed
-        if seed is not None:
-            sampling = replace(sampling, seed=episode_seed(seed, work.id))
+        if sampling.seed is None:
+            sampling = replace(sampling, seed=work.spec.seed)
         while not episode.done:
             turn_sampling = sampling
             if config.max_episode_tokens is not None:

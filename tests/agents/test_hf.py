@@ -117,7 +117,7 @@ def test_seeded_sampling_draws_from_the_models_distribution(hf_policy):
 
 def test_episodes_that_share_a_seed_draw_differently(hf_policy):
     """Sample j of every task in a group has seed `seed + j`: on its near-uniform tiny model a policy
-    seeded by that alone wrote the same text for every task (and for every branch of a prefix)."""
+    seeded by that alone wrote the same text for every task."""
     from runner_envs import EchoEnv  # noqa: F401  (registers test/Echo-v0)
 
     from gfcr.agents import Runner, RunnerConfig
