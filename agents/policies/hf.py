@@ -138,14 +138,11 @@ class HFPolicy(ChatTokens):
         self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 1 << 30))
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
-        rows = [
-            _Row(i, prompt_ids, request.sampling, sample_seed(request.sampling.seed, k, prompt_ids))
-            for i, request, prompt_ids in (
-                (i, r, r.prompt_ids or tuple(self.encode_prompt(r.messages, r.tools)))
-                for i, r in enumerate(requests)
-            )
-            for k in range(request.sampling.n)
-        ]
+        rows: list[_Row] = []
+        for i, request in enumerate(requests):
+            ids = request.prompt_ids or tuple(self.encode_prompt(request.messages, request.tools))
+            seed = request.sampling.seed
+            rows += [_Row(i, ids, request.sampling, sample_seed(seed, k, ids)) for k in range(request.sampling.n)]
         results: list[Completion | None] = [None] * len(rows)
         groups: dict[tuple, list[int]] = {}
         for index, row in enumerate(rows):
