@@ -141,8 +141,8 @@ class HFPolicy(ChatTokens):
         rows: list[_Row] = []
         for i, request in enumerate(requests):
             ids = request.prompt_ids or tuple(self.encode_prompt(request.messages, request.tools))
-            seed = request.sampling.seed
-            rows += [_Row(i, ids, request.sampling, sample_seed(seed, k, ids)) for k in range(request.sampling.n)]
+            sampling = request.sampling
+            rows += [_Row(i, ids, sampling, sample_seed(sampling.seed, k, ids)) for k in range(sampling.n)]
         results: list[Completion | None] = [None] * len(rows)
         groups: dict[tuple, list[int]] = {}
         for index, row in enumerate(rows):
