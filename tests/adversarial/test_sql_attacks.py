@@ -8,20 +8,31 @@ through the env or the guarded `Database` the env uses, so a future change canno
   within 1.5x the limit, with a `QueryError` the model reads, and leave the database usable;
 - text: a lone surrogate is a step result with a clear message, never an exception;
 - grading: answers off by more than float noise (integer division, a constant offset) score 0;
-- host paths: metadata functions must not show where the database lives on the host.
+- host paths: metadata functions and views must not show where the database lives on the host,
+  however their names are quoted, and SQL given as text (`query('…')`) is never run;
+- temporary storage: a query that sorts or materialises more than its cap fails with a clear
+  message and writes no temporary file (SQLite and DuckDB keep temporaries in memory).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from gfcr.envs.sql import SQLEnv
 from gfcr.envs.sql.data.catalog import EngineSpec, open_database
+from gfcr.envs.sql.engines.database import Database
+from gfcr.envs.sql.engines.drivers import DUCKDB_CONFIG
 from gfcr.errors import QueryError
 
 ENGINES = ("sqlite", "duckdb", "postgresql")
@@ -163,16 +174,29 @@ def test_answers_off_by_more_than_float_noise_do_not_match(chinook, engine, case
 # -- host paths -------------------------------------------------------------------------------
 
 PATH_PROBES = {
-    "sqlite": ["SELECT file FROM pragma_database_list", "SELECT * FROM pragma_database_list()"],
+    "sqlite": [
+        "SELECT file FROM pragma_database_list",
+        "SELECT * FROM pragma_database_list()",
+        'SELECT * FROM "pragma_database_list"',
+    ],
     "duckdb": [
         "SELECT path FROM duckdb_databases()",
         "SELECT * FROM duckdb_databases()",
         "SELECT value FROM duckdb_settings()",
         "SELECT current_setting('temp_directory')",
         "SELECT * FROM duckdb_extensions()",
+        # quoted names, views without parentheses, pragma table functions, SQL given as text
+        """SELECT "current_setting"('temp_directory')""",
+        """SELECT * FROM "duckdb_settings"() WHERE name = 'temp_directory'""",
+        """SELECT * FROM "duckdb_databases"()""",
+        "SELECT * FROM duckdb_databases",
+        "SELECT * FROM pragma_database_list",
+        """SELECT * FROM "query"('SELECT path FROM duckdb_databases()')""",
+        "SELECT * FROM information_schema.schemata",
     ],
     "postgresql": [
         "SELECT current_setting('data_directory')",
+        """SELECT "current_setting"('data_directory')""",
         "SELECT setting FROM pg_settings WHERE name IN ('data_directory', 'config_file', 'hba_file')",
     ],
 }
@@ -185,3 +209,112 @@ def test_host_paths_stay_hidden(engine, pg_url):
     for query in PATH_PROBES[engine]:
         observation = env.execute_sql(query)
         assert not any(path in observation for path in host), f"{query!r} showed a host path: {observation}"
+
+
+SQL_AS_TEXT = {  # functions that run a query given as a string, which the static check never sees
+    "duckdb": ["""SELECT * FROM "query"('SELECT 4242 AS hidden')""", "SELECT * FROM Query('SELECT 4242')"],
+    "postgresql": ["""SELECT "query_to_xml"('SELECT 4242 AS hidden', true, false, '')"""],
+}
+
+
+@pytest.mark.parametrize("engine", list(SQL_AS_TEXT))
+def test_sql_given_as_text_is_not_run(engine, pg_url):
+    env = SQLEnv(dataset="chinook", engine=_engine(engine, pg_url))
+    env.reset(options={"task_id": "chinook/001"})
+    for query in SQL_AS_TEXT[engine]:
+        observation = env.execute_sql(query)
+        assert "not allowed" in observation and "4242" not in observation, observation
+
+
+# -- temporary storage ------------------------------------------------------------------------
+
+SPILL = {  # sorts 12 million rows: hundreds of MB of temporaries within a 5 s limit
+    "sqlite": "SELECT a.TrackId, b.Name FROM Track a, Track b ORDER BY random()",
+    "duckdb": "SELECT a.TrackId, b.Name FROM Track a, Track b ORDER BY random()",
+}
+CAP_BYTES = 8_000_000  # a few MB, in place of 1 GB, so that the attack hits the cap in a moment
+# SQLite's heap limit is process-wide and can only be lowered: the attack runs in its own process.
+_SQLITE_CHILD = """
+import sqlite3, sys
+sqlite3.connect(":memory:").execute(f"PRAGMA hard_heap_limit = {sys.argv[1]}")
+from gfcr.envs.sql.data.catalog import EngineSpec, open_database
+from gfcr.errors import QueryError
+database = open_database(EngineSpec.parse("sqlite"), "chinook")
+try:
+    database.execute(sys.argv[2], timeout_s=5.0)
+    print("no error")
+except QueryError as e:
+    print(e)
+print(database.execute("SELECT COUNT(*) FROM Genre").rows)
+"""
+
+
+def _open_file_bytes(pid: int, directory: Path) -> int:
+    """The bytes of the files under `directory` that process `pid` holds open (deleted ones too)."""
+    total = 0
+    for fd in Path(f"/proc/{pid}/fd").glob("*"):
+        try:
+            if os.readlink(fd).startswith(str(directory)):
+                total += fd.stat().st_size
+        except OSError:  # closed meanwhile, or the process ended
+            pass
+    return total
+
+
+def _directory_bytes(directory: Path, but: Path) -> int:
+    return sum(f.stat().st_size for f in directory.rglob("*") if f.is_file() and f != but)
+
+
+def test_sqlite_keeps_temporaries_in_memory_under_a_cap(tmp_path):
+    temp = tmp_path / "tmp"  # where SQLite would write its temporary files (they are unlinked at once)
+    temp.mkdir()
+    child = subprocess.Popen(
+        [sys.executable, "-c", _SQLITE_CHILD, str(CAP_BYTES), SPILL["sqlite"]],
+        env={**os.environ, "SQLITE_TMPDIR": str(temp), "TMPDIR": str(temp)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    peak, deadline = 0, time.monotonic() + 60
+    while child.poll() is None and time.monotonic() < deadline:
+        peak = max(peak, _open_file_bytes(child.pid, temp))
+        time.sleep(0.01)
+    out, err = child.communicate(timeout=10)
+    assert child.returncode == 0, err
+    message, genres = out.splitlines()
+    assert "needs more memory than SQLite may use here (at most 8 MB in this process)" in message
+    assert "never written to disk" in message
+    assert peak == 0, f"{peak} bytes of temporary files"  # before: hundreds of MB until the time limit
+    assert genres == "[(25,)]"
+
+
+def test_duckdb_keeps_temporaries_in_memory_under_a_cap(tmp_path):
+    path = tmp_path / "chinook.duckdb"  # DuckDB would spill into chinook.duckdb.tmp beside it
+    shutil.copy(open_database(EngineSpec.parse("duckdb"), "chinook").engine.url.database or "", path)
+    config = {**DUCKDB_CONFIG, "memory_limit": f"{CAP_BYTES // 1_000_000 * 4}MB"}  # DuckDB needs a few blocks
+    engine = sa.create_engine(f"duckdb:///{path}", connect_args={"read_only": True, "config": config})
+    database = Database(engine)
+    peak, done = [0], threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.01):
+            peak[0] = max(peak[0], _directory_bytes(tmp_path, but=path))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        with pytest.raises(QueryError, match="needs more memory than DuckDB may use here") as refused:
+            database.execute(SPILL["duckdb"], timeout_s=5.0)
+    finally:
+        done.set()
+        watcher.join()
+    assert "Out of Memory" in str(refused.value) and "never written to disk" in str(refused.value)
+    assert peak[0] == 0, f"{peak[0]} bytes of temporary files"  # before: a spill until the time limit
+    assert database.execute("SELECT COUNT(*) FROM Genre").rows == [(25,)]
+    database.close()
+
+
+def test_postgres_caps_temporary_files(pg_url):
+    database = open_database(EngineSpec.parse(pg_url), "chinook")
+    setting = "SELECT setting, unit FROM pg_settings WHERE name = 'temp_file_limit'"
+    assert database.execute(setting, check=False).rows == [("1048576", "kB")]  # 1 GB per query

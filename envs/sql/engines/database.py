@@ -23,6 +23,17 @@ from gfcr.errors import ConfigError, DataError, QueryError
 
 DEFAULT_TIMEOUT_S = 5.0
 MAX_GOLD_ROWS = 100_000
+# The database's own tables and views (PostgreSQL's information_schema also lists the system
+# views every role may read; DuckDB's lists none).
+_OWN_TABLES = (
+    "SELECT table_name FROM information_schema.tables "
+    "WHERE table_schema NOT IN ('pg_catalog', 'information_schema')"
+)
+_TABLE_LISTING: dict[str, str] = {
+    "sqlite": "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')",
+    "duckdb": _OWN_TABLES,
+    "postgresql": _OWN_TABLES,
+}
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,7 @@ class Database:
         self.name = name or (engine.url.database or "")
         self.dialect: Dialect = dialect  # type: ignore[assignment]  # checked just above
         self._gold: dict[str, GoldResult] = {}
+        self._tables: frozenset[str] | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -82,8 +94,16 @@ class Database:
         `check=False` skips the static check (tests use it to show the engine's own guards hold).
         """
         if check:
-            sql = check_query(sql, self.dialect)
+            sql = check_query(sql, self.dialect, self.tables())
         return run_query(self.engine, sql, max_rows=max_rows, timeout_s=timeout_s)
+
+    def tables(self) -> frozenset[str]:
+        """The names of the database's own tables and views: all that agent queries may read."""
+        if self._tables is None:
+            listing = _TABLE_LISTING[self.dialect]
+            result = run_query(self.engine, listing, max_rows=MAX_GOLD_ROWS, timeout_s=60)
+            self._tables = frozenset(name for (name,) in result.rows)
+        return self._tables
 
     def gold(self, sql: str, *, timeout_s: float = 60.0) -> GoldResult:
         """The gold query's result (cached: a gold query runs once per database and process)."""

@@ -7,10 +7,12 @@ engine itself refuses to change anything or to reach outside the database:
   (`SQLITE_LIMIT_ATTACHED` 0), strings and blobs of at most `SQLITE_MAX_VALUE_BYTES`
   (`SQLITE_LIMIT_LENGTH`), and an authorizer that allows only reading and harmless functions;
   a watchdog calls `interrupt()` at the deadline, and `printf`/`format` refuse a `%c` repeat
-  longer than the length limit (see `_bounded_printf`).
+  longer than the length limit (see `_bounded_printf`). Temporary tables, sorts and indexes stay
+  in memory (`PRAGMA temp_store = MEMORY`: no temporary files), under SQLite's hard heap limit.
 - DuckDB: opened `read_only` with `enable_external_access = false` (no files, no extensions, no
-  ATTACH) and `lock_configuration = true` (settings cannot be changed back); a watchdog calls
-  `interrupt()` at the deadline. A `reader_engine`'s queries run in worker processes that are
+  ATTACH), `lock_configuration = true` (settings cannot be changed back), `memory_limit` and no
+  `temp_directory` (nothing spills to disk: a query that needs more memory fails); a watchdog
+  calls `interrupt()` at the deadline. A `reader_engine`'s queries run in worker processes that are
   killed when a query outlives its limit (`duckdb_pool`): DuckDB notices `interrupt()` only
   between vectors, so one `repeat()`/`lpad()` call building a huge string would run on.
 - PostgreSQL: a read-only transaction with `statement_timeout`, as a role that may only SELECT
@@ -25,6 +27,7 @@ import re
 import sqlite3
 import weakref
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass
 from itertools import count
 from typing import Any
@@ -35,25 +38,26 @@ from sqlalchemy import event
 
 from gfcr.envs.sql.engines.duckdb_pool import DuckDBWorkers
 from gfcr.envs.sql.engines.duckdb_worker import Reply
-from gfcr.envs.sql.engines.guard import FORBIDDEN_FUNCTIONS
+from gfcr.envs.sql.engines.guard import FORBIDDEN_FUNCTIONS, SQLITE_SCHEMA_PRAGMAS
 from gfcr.envs.sql.engines.watchdog import WATCHDOG
 from gfcr.errors import ConfigError, QueryError, UnsafeQueryError, needs_extra
 
 SQLITE_MAX_VALUE_BYTES = 10_000_000  # the longest string or blob a SQLite query may build
-DUCKDB_CONFIG = {"enable_external_access": False, "lock_configuration": True, "memory_limit": "1GB"}
+# All the memory SQLite may use in this process (its page caches and every query's temporaries):
+# `hard_heap_limit` is process-wide and the pragma only ever lowers it.
+SQLITE_HEAP_LIMIT_BYTES = 1_000_000_000
+# Per DuckDB worker; an empty temp_directory keeps DuckDB from spilling to disk.
+DUCKDB_CONFIG = {
+    "enable_external_access": False,
+    "lock_configuration": True,
+    "memory_limit": "1GB",
+    "temp_directory": "",
+}
 _SQLITE_ALLOWED = {
     sqlite3.SQLITE_SELECT,
     sqlite3.SQLITE_READ,
     sqlite3.SQLITE_FUNCTION,
     sqlite3.SQLITE_RECURSIVE,
-}
-_SQLITE_SCHEMA_PRAGMAS = {
-    "table_info",
-    "table_xinfo",
-    "table_list",
-    "index_list",
-    "index_info",
-    "foreign_key_list",
 }
 # One printf conversion: flags, width, precision (digits or `*`, which takes an argument), type.
 _PRINTF_SPEC = re.compile(r"%[-+ #!0,]*(\*|\d*)(?:\.(\*|\d*))?l{0,2}(.?)", re.DOTALL)
@@ -121,6 +125,8 @@ def run_query(engine: sa.Engine, sql: str, *, max_rows: int, timeout_s: float) -
 
 def _prepare_sqlite(connection: sqlite3.Connection, _record: Any) -> None:
     connection.execute("PRAGMA query_only = ON")
+    connection.execute("PRAGMA temp_store = MEMORY")  # sorts, DISTINCT, materialised CTEs: no temp files
+    connection.execute(f"PRAGMA hard_heap_limit = {SQLITE_HEAP_LIMIT_BYTES}")
     connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
     connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_VALUE_BYTES)
     printf = _bounded_printf()
@@ -171,7 +177,7 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None,
     if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in FORBIDDEN_FUNCTIONS:
         return sqlite3.SQLITE_DENY
     if action == sqlite3.SQLITE_PRAGMA:  # pragma_table_info('Track') and friends only read the schema
-        return sqlite3.SQLITE_OK if (arg1 or "").lower() in _SQLITE_SCHEMA_PRAGMAS else sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK if (arg1 or "").lower() in SQLITE_SCHEMA_PRAGMAS else sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK if action in _SQLITE_ALLOWED else sqlite3.SQLITE_DENY
 
 
@@ -189,6 +195,11 @@ def _run_sqlite(connection: sqlite3.Connection, sql: str, max_rows: int, timeout
             cursor.execute(sql)
             rows = cursor.fetchmany(max_rows + 1)
             columns = tuple(d[0] for d in cursor.description or ())
+    except MemoryError as e:  # sqlite3's SQLITE_NOMEM: the heap limit was reached
+        with closing(sqlite3.connect(":memory:")) as probe:  # the limit is the process's, on any connection
+            (limit,) = probe.execute("PRAGMA hard_heap_limit").fetchone()
+        cap = f"at most {limit / 1e6:g} MB in this process" if limit else "no memory was left"
+        raise _out_of_memory("SQLite", cap) from e
     except (sqlite3.Error, OverflowError) as e:
         if fired:
             raise _timeout(timeout_s) from e
@@ -224,6 +235,8 @@ def _duckdb_result(reply: Reply, timeout_s: float) -> RawResult:
     _, kind, message = reply
     if kind == "time limit":
         raise _timeout(timeout_s)
+    if kind == "memory limit":
+        raise _out_of_memory("DuckDB", message)
     if kind == "refused":
         raise UnsafeQueryError(f"refused by DuckDB: {message} (queries may only read this database)")
     raise QueryError(f"DuckDB error: {message}")
@@ -256,6 +269,13 @@ def _run_postgres(connection: Any, sql: str, max_rows: int, timeout_s: float) ->
     finally:
         connection.rollback()
     return RawResult(columns, rows[:max_rows], len(rows) > max_rows)
+
+
+def _out_of_memory(engine: str, detail: str) -> QueryError:
+    return QueryError(
+        f"the query needs more memory than {engine} may use here ({detail}); temporary results are "
+        "kept in memory, never written to disk: simplify the query, add filters or aggregate sooner"
+    )
 
 
 def _timeout(seconds: float) -> QueryError:

@@ -14,7 +14,7 @@ library and duckdb: importing gfcr would add over a second to every start. On th
     host -> worker:       (sql, max_rows, timeout_s)
     worker -> host:       ("rows", columns, rows, truncated) | ("error", kind, message)
 
-where `kind` is "time limit", "refused" (a read-only or permission guard) or "error".
+where `kind` is "time limit", "memory limit", "refused" (a read-only or permission guard) or "error".
 `run_query` is also how the host runs a query in process, on a DuckDB engine it did not open.
 """
 
@@ -59,6 +59,8 @@ def run_query(database: Any, sql: str, max_rows: int, timeout_s: float, deadline
         message = str(e).splitlines()[0]
         if fired or isinstance(e, duckdb.InterruptException):
             return ("error", "time limit", message)
+        if isinstance(e, duckdb.OutOfMemoryException):  # memory_limit, with nowhere to spill
+            return ("error", "memory limit", message)
         if isinstance(e, duckdb.PermissionException) or "read-only" in message or "locked" in message:
             return ("error", "refused", message)
         return ("error", "error", message)
