@@ -1,12 +1,21 @@
 """Judge a patch by the project's own tests, in a fresh sandbox: `evaluate` and its `Resolution`.
 
-The verdict never runs in the agent's session: a fresh sandbox unpacks the repository as the task
-began, applies the agent's diff (without its changes to test files, see `protected`), applies the
-task's hidden test patch if it has one, and runs the fail-to-pass and pass-to-pass tests with
-pytest. Task generation runs the same function on the bug itself.
+The verdict never runs in the agent's session. The host reads the agent's diff with
+`gfcr.envs.swe.diffs` (the one parser for what is checked and what is applied), leaves out its
+changes that `gfcr.envs.swe.policy` refuses (tests, pytest configuration, packaging metadata,
+import hooks, new top-level modules), applies the rest to the repository as the task began, then
+the task's hidden test patch; a fresh sandbox unpacks that repository and runs the fail-to-pass
+and pass-to-pass tests with pytest (`kit.run_tests`: started so that nothing the repository adds
+can reach pytest before collection, each test timed from outside its process). Task generation
+runs the same code on the bug itself.
 
->>> split_patch("--- a/x.py\\n+++ b/x.py\\n@@ -1 +1 @@\\n-1\\n+2\\n")[0][0]
-'x.py'
+>>> from gfcr.sandboxes import make_sandbox
+>>> repo = Snapshot.from_files("demo", [("m.py", b"def f():\\n    return 1\\n"),
+...     ("test_m.py", b"from m import f\\ndef test_f():\\n    assert f() == 2\\n")])
+>>> cheat = "--- a/test_m.py\\n+++ b/test_m.py\\n@@ -3 +3 @@\\n-    assert f() == 2\\n+    assert True\\n"
+>>> resolution = evaluate(make_sandbox("local"), repo, cheat, ["test_m.py::test_f"], [])
+>>> resolution.resolved, resolution.dropped
+(False, {'test_m.py': 'a test file'})
 """
 
 from __future__ import annotations
@@ -19,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gfcr.envs.swe import diffs
+from gfcr.envs.swe.policy import refusal
 from gfcr.envs.swe.projects import Snapshot
 from gfcr.errors import SandboxError
 from gfcr.sandboxes import Limits, Sandbox
@@ -27,12 +38,11 @@ HERE = Path(__file__).resolve().parent
 VERDICT_LIMITS = Limits(
     wall_s=300.0, cpu_s=300.0, memory_mb=2048, max_processes=64, max_output_bytes=20_000_000, disk_mb=512
 )
-CONFIG_FILES = ("conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
 _MAIN = """
 import sys
 
 request = json.loads(sys.stdin.read())
-state = unpack(request["archive"], request["patches"], request["plugin"], keep_original=False)
+state = unpack(request["archive"], request["plugin"])
 result = run_tests(request["paths"], request["pythonpath"], request["timeout_s"]) if state["ok"] else {}
 print(json.dumps({**state, **result}))
 """
@@ -63,7 +73,19 @@ class Resolution:
     pass_to_pass: dict[str, str]
     messages: dict[str, str] = field(default_factory=dict)
     error: str = ""
-    dropped: tuple[str, ...] = ()  # test and config files whose changes were left out
+    dropped: dict[str, str] = field(default_factory=dict)  # path -> why its change was left out
+
+    @classmethod
+    def refused(
+        cls,
+        fail_to_pass: Sequence[str],
+        pass_to_pass: Sequence[str],
+        error: str,
+        dropped: dict[str, str] | None = None,
+    ) -> Resolution:
+        """The verdict on a patch that was not applied, or whose tests could not run: `error` says why."""
+        not_run = dict.fromkeys(fail_to_pass, "not run"), dict.fromkeys(pass_to_pass, "not run")
+        return cls(False, *not_run, error=error, dropped=dropped or {})
 
     @property
     def resolved(self) -> bool:
@@ -86,61 +108,55 @@ def _share(outcomes: dict[str, str]) -> float:
     return sum(o == "passed" for o in outcomes.values()) / len(outcomes) if outcomes else 1.0
 
 
-def protected(path: str, test_ids: Sequence[str]) -> bool:
-    """Whether a verdict ignores an agent's change to `path`: a file holding a judged test, or
-    pytest configuration (conftest.py, pytest.ini, tox.ini, setup.cfg, pyproject.toml).
-
-    >>> protected("tests/test_a.py", ["tests/test_a.py::test_x"]), protected("a.py", [])
-    (True, False)
-    """
-    return Path(path).name in CONFIG_FILES or path in {test_file(t) for t in test_ids}
-
-
 def test_file(test_id: str) -> str:
     """The file part of a pytest node id."""
     return test_id.split("::", 1)[0]
 
 
-def split_patch(patch: str) -> list[tuple[str, str]]:
-    """A unified diff as (path, that file's part of the diff) pairs."""
-    sections: list[tuple[str, list[str]]] = []
-    lines = patch.splitlines(keepends=True)
-    for i, line in enumerate(lines):
-        if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
-            new, old = lines[i + 1][4:].strip(), line[4:].strip()
-            name = (old if new == "/dev/null" else new).split("\t")[0]
-            sections.append((name[2:] if name[:2] in ("a/", "b/") else name, []))
-        if sections:
-            sections[-1][1].append(line)
-    return [(path, "".join(text)) for path, text in sections]
+def prepare(
+    snapshot: Snapshot,
+    patch: str,
+    tests: Sequence[str],
+    *,
+    setup_patch: str = "",
+    test_patch: str = "",
+) -> tuple[Snapshot, dict[str, str]]:
+    """The repository a verdict tests, and the agent's changes it left out (path -> why).
 
-
-def without_protected(patch: str, test_ids: Sequence[str]) -> tuple[str, tuple[str, ...]]:
-    """`patch` without its changes to protected files, and the paths left out."""
-    kept, dropped = [], []
-    for path, text in split_patch(patch):
-        if protected(path, test_ids):
-            dropped.append(path)
+    `snapshot` with `setup_patch` is what the agent got; of `patch`, the changes `policy.refusal`
+    allows are made; `test_patch` comes last. `diffs.PatchError` when `patch` cannot be read or
+    does not apply (then nothing of it counts), or is over `diffs.MAX_PATCH_CHARS`.
+    """
+    if len(patch) > diffs.MAX_PATCH_CHARS:
+        raise diffs.PatchError(
+            f"the changes are {diffs.summary(patch)}, over the limit of {diffs.MAX_PATCH_CHARS:,}; "
+            "leave generated or large files out"
+        )
+    start = snapshot.patched(setup_patch)
+    repo = start.files()
+    hidden = diffs.parse(test_patch)
+    test_files = {test_file(t) for t in tests} | {f.path for f in hidden}
+    kept, dropped = [], {}
+    for change in diffs.parse(patch):
+        why = refusal(change.path, repo, test_files, start.pythonpath, deleted=change.deleted)
+        if why:
+            dropped[change.path] = why
         else:
-            kept.append(text)
-    return "".join(kept), tuple(dropped)
+            kept.append(change)
+    changed = start.changed(diffs.apply(repo, kept))
+    return changed.changed(diffs.apply(changed.files(), hidden)), dropped
 
 
 def run_tests(
-    sandbox: Sandbox,
-    snapshot: Snapshot,
-    patches: Sequence[str],
-    paths: Sequence[str],
-    limits: Limits = VERDICT_LIMITS,
+    sandbox: Sandbox, snapshot: Snapshot, paths: Sequence[str], limits: Limits = VERDICT_LIMITS
 ) -> dict[str, Any]:
-    """Unpack `snapshot` in a fresh sandbox run, apply `patches`, run pytest on `paths` (files or
-    node ids); the kit's answer: {"ok", "error", "outcomes", "messages", "summary"}.
+    """Unpack `snapshot` in a fresh sandbox run and run pytest on `paths` (files or node ids);
+    the kit's answer: {"ok", "error", "outcomes", "messages", "summary"}.
 
     Raises `SandboxError` only when the sandbox itself fails (or its answer cannot be read).
     """
     request = {
         "archive": base64.b64encode(snapshot.archive).decode("ascii"),
-        "patches": list(patches),
         "plugin": plugin_source(),
         "paths": sorted(set(paths)),
         "pythonpath": list(snapshot.pythonpath),
@@ -166,8 +182,9 @@ def evaluate(
     limits: Limits = VERDICT_LIMITS,
 ) -> Resolution:
     """The verdict on `patch` for a task: `snapshot` with its `setup_patch` (the injected bug) is the
-    repository the agent saw; the agent's changes to protected files are dropped; `test_patch`
-    (hidden tests, SWE-bench style) comes last.
+    repository the agent saw; the agent's changes that `policy.refusal` refuses are left out (see
+    `prepare`); `test_patch` (hidden tests, SWE-bench style) comes last. A diff that cannot be read
+    or applied is refused whole (`applied` False, `error` says why).
 
     >>> from gfcr.sandboxes import make_sandbox
     >>> repo = Snapshot.from_files("demo", [("m.py", b"def f():\\n    return 1\\n"),
@@ -177,18 +194,13 @@ def evaluate(
     True
     """
     tests = [*fail_to_pass, *pass_to_pass]
-    kept, dropped = without_protected(patch, tests)
-    answer = run_tests(
-        sandbox, snapshot, [setup_patch, kept, test_patch], [test_file(t) for t in tests], limits
-    )
+    try:
+        repository, dropped = prepare(snapshot, patch, tests, setup_patch=setup_patch, test_patch=test_patch)
+    except diffs.PatchError as e:
+        return Resolution.refused(fail_to_pass, pass_to_pass, f"the diff was refused: {e}")
+    answer = run_tests(sandbox, repository, [test_file(t) for t in tests], limits)
     if not answer.get("ok"):
-        return Resolution(
-            False,
-            dict.fromkeys(fail_to_pass, "not run"),
-            dict.fromkeys(pass_to_pass, "not run"),
-            error=answer.get("error", ""),
-            dropped=dropped,
-        )
+        return Resolution.refused(fail_to_pass, pass_to_pass, answer.get("error", ""), dropped)
     outcomes: dict[str, str] = answer.get("outcomes", {})
     return Resolution(
         True,

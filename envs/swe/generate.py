@@ -16,7 +16,6 @@ in the issue, "medium" when only its module's name does, "hard" otherwise.
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import os
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from gfcr.core import Task
 from gfcr.envs.cache import cache_dir, file_lock
+from gfcr.envs.swe.diffs import unified_diff
 from gfcr.envs.swe.evaluation import evaluate, run_tests
 from gfcr.envs.swe.mutation import Mutation, mutations
 from gfcr.envs.swe.projects import PROJECTS, Project, project_snapshot
@@ -42,20 +42,6 @@ MAX_FAIL_TO_PASS = 20
 MIN_GENERATED = 10  # tasks generated per project at least (small requests share them)
 SHOWN_FAILURES = 5
 Progress = Callable[[str], None]
-
-
-def unified_diff(path: str, before: str, after: str) -> str:
-    """The diff of one file from `before` to `after`, with a/ and b/ paths.
-
-    >>> print(unified_diff("m.py", "x = 1\\n", "x = 2\\n"), end="")
-    --- a/m.py
-    +++ b/m.py
-    @@ -1 +1 @@
-    -x = 1
-    +x = 2
-    """
-    lines = difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"a/{path}", f"b/{path}")
-    return "".join(lines)
 
 
 def tasks_path(project: Project, num_tasks: int, seed: int) -> Path:
@@ -110,7 +96,7 @@ def generate(
     files = {path: data.decode("utf-8") for path, data in snapshot.files().items() if path in project.sources}
     if missing := set(project.sources) - set(files):
         raise GfcrError(f"{project.ref}: source files {sorted(missing)} are not in its sdist")
-    baseline = run_tests(sandbox, snapshot, [], project.tests)
+    baseline = run_tests(sandbox, snapshot, project.tests)
     passing = {test for test, outcome in baseline.get("outcomes", {}).items() if outcome == "passed"}
     if not passing:
         raise GfcrError(f"{project.ref}: no test of its suite passes here ({baseline.get('summary', '')})")
@@ -165,7 +151,7 @@ def _try(
     buggy = mutation.apply(original)
     setup_patch, gold = unified_diff(path, original, buggy), unified_diff(path, buggy, original)
     snapshot = project_snapshot(project.name)
-    answer = run_tests(sandbox, snapshot, [setup_patch], project.tests)
+    answer = run_tests(sandbox, snapshot.patched(setup_patch), project.tests)
     outcomes = answer.get("outcomes", {})
     failing = sorted(test for test in passing if outcomes.get(test) != "passed")
     if not answer.get("ok") or not 1 <= len(failing) <= MAX_FAIL_TO_PASS:

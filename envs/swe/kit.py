@@ -7,30 +7,34 @@ Each function returns text for the agent, or a JSON-able dict for the host; none
 input from the agent: a bad path, an edit that does not match or a patch that does not apply is
 answered with a message saying what to do instead.
 
-The repository lives in `ROOT`; `ORIGINAL` is its state when the episode began, which `diff()`
-compares against. The project's tests run in a separate `python3 -m pytest` process (so edits are
-always re-imported), reporting through the `gfcr_pytest_report` plugin.
+The repository lives in `ROOT`. The kit keeps no copy of how it began: the host keeps that, out
+of the agent's reach, and builds the diff from `digests()` and `read_bytes()`. The project's tests
+run in a separate pytest process (so edits are always re-imported; see `run_tests` for how it is
+started and timed), reporting through the `gfcr_pytest_report` plugin.
 """
 
 from __future__ import annotations
 
 import base64
-import difflib
 import fnmatch
+import hashlib
 import importlib.util
 import io
 import json
 import os
 import re
 import shutil
+import signal
+import stat
 import subprocess
 import tarfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path("/work/repo")
 STATE = Path("/work/.gfcr")
-ORIGINAL = STATE / "original"
 PLUGIN = "gfcr_pytest_report"
 SKIP_DIRS = {"__pycache__", ".pytest_cache", ".git", ".mypy_cache", ".tox"}
 MAX_READ_LINES = 400
@@ -38,17 +42,32 @@ MAX_MATCHES = 100
 MAX_LISTED = 400
 MAX_OUTPUT = 20_000
 TEST_TIMEOUT_S = 10.0  # per test: a hanging test fails, the run goes on
+POLL_S = 0.05
+# The test process: `-I` keeps the repository off sys.path[0] (and ignores PYTHON* variables) while
+# pytest starts; the repository's folders then go after the standard library, before the installed
+# packages (so the project's own package wins over an installed copy, yet shadows nothing pytest
+# or the standard library needs); the report plugin is loaded by path and no other is autoloaded.
+LAUNCHER = """
+import importlib.util, json, site, sys
+import pytest
+folders, plugin, arguments = json.loads(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+sites = set(site.getsitepackages())
+at = next((i for i, entry in enumerate(sys.path) if entry in sites), len(sys.path))
+sys.path[at:at] = folders
+spec = importlib.util.spec_from_file_location("gfcr_pytest_report", plugin)
+report = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(report)
+sys.exit(pytest.main(arguments, plugins=[report]))
+"""
 
 
 # -- set-up ---------------------------------------------------------------------------------------
 
 
-def unpack(
-    archive_b64: str, patches: list[str], plugin_source: str, keep_original: bool = True
-) -> dict[str, Any]:
-    """Extract the repository (a base64 tar.gz) into ROOT, apply `patches` in order, install the plugin.
+def unpack(archive_b64: str, plugin_source: str) -> dict[str, Any]:
+    """Extract the repository (a base64 tar.gz, already patched by the host) into ROOT; install the plugin.
 
-    Returns {"ok": bool, "error": str}: a patch that does not apply stops there and says why.
+    Returns {"ok": bool, "error": str}.
     """
     if missing := [name for name, found in _tools().items() if not found]:
         return {
@@ -64,14 +83,6 @@ def unpack(
         archive.extractall(
             ROOT
         )  # gfcr built this archive (regular files only); the sandbox confines it anyway
-    for number, patch in enumerate(patches, 1):
-        if patch.strip():
-            error = _patch(patch)
-            if error:
-                return {"ok": False, "error": f"patch {number} does not apply: {error}"}
-    if keep_original:
-        shutil.rmtree(ORIGINAL, ignore_errors=True)
-        shutil.copytree(ROOT, ORIGINAL, symlinks=True)
     return {"ok": True, "error": ""}
 
 
@@ -83,7 +94,8 @@ def _tools() -> dict[str, bool]:
 
 
 def _patch(patch: str) -> str:
-    """Apply a unified diff (paths a/… b/…) to ROOT; "" when it applied, else patch's complaint."""
+    """Apply a unified diff (paths a/… b/…) to ROOT with GNU patch (the agent's own tool: verdicts
+    never use it); "" when it applied, else patch's complaint."""
     command = ["patch", "-p1", "--batch", "--forward", "--no-backup-if-mismatch", "-E", "-r", "-"]
     check = subprocess.run([*command, "--dry-run"], input=patch, cwd=ROOT, capture_output=True, text=True)
     if check.returncode != 0:
@@ -251,77 +263,152 @@ def bash(command: str, timeout_s: float = 60.0) -> str:
     return (output or "(no output)") + status
 
 
-def run_tests(paths: list[str], pythonpath: list[str], timeout_s: float = 120.0) -> dict[str, Any]:
+def run_tests(
+    paths: list[str], pythonpath: list[str], timeout_s: float = 120.0, test_timeout_s: float = TEST_TIMEOUT_S
+) -> dict[str, Any]:
     """Run pytest on `paths` (files or node ids); {"outcomes": {id: outcome}, "messages": {id: text},
-    "summary": str}. An outcome is "passed", "failed", "skipped" or "error"."""
+    "summary": str}. An outcome is "passed", "failed", "skipped" or "error".
+
+    A test that runs past `test_timeout_s` is stopped from here, outside its process: the process
+    is killed, the test fails with a message saying so, and pytest starts again on the tests not
+    yet run. The whole run stops after `timeout_s`.
+    """
     missing = [p for p in paths if not (ROOT / p.split("::", 1)[0]).exists()]
     paths = [p for p in paths if p not in missing]
-    absent = {
-        "outcomes": dict.fromkeys(missing, "error"),
-        "messages": dict.fromkeys(missing, "no such test file"),
-    }
+    run = _Run(dict.fromkeys(missing, "error"), dict.fromkeys(missing, "no such test file"), [])
     if not paths:
-        return {**absent, "summary": "no test file to run"}
-    report = STATE / "report.json"
-    report.unlink(missing_ok=True)
-    paths_env = [str(STATE), *(str(ROOT / p) for p in pythonpath)]
+        return {"outcomes": run.outcomes, "messages": run.messages, "summary": "no test file to run"}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        stopped, summary = _pytest(paths, pythonpath, deadline, test_timeout_s, run)
+        if stopped is None:
+            break
+        run.outcomes[stopped] = "failed"
+        run.messages[stopped] = f"the test ran past {test_timeout_s:g} s and was stopped"
+        run.done.append(stopped)
+    return {"outcomes": run.outcomes, "messages": run.messages, "summary": summary}
+
+
+@dataclass
+class _Run:
+    """What the pytest processes of one `run_tests` reported: outcomes, messages, tests done."""
+
+    outcomes: dict[str, str]
+    messages: dict[str, str]
+    done: list[str]  # torn down or stopped: a restarted pytest deselects them
+
+    def read(self, event: dict[str, str]) -> None:
+        if "finish" in event:
+            self.done.append(event["finish"])
+        elif "id" in event:
+            self.outcomes[event["id"]] = event["outcome"]
+            if event["message"]:
+                self.messages[event["id"]] = event["message"]
+
+
+def _pytest(
+    paths: list[str], pythonpath: list[str], deadline: float, test_timeout_s: float, run: _Run
+) -> tuple[str | None, str]:
+    """One pytest process on `paths` less the tests done, its events read into `run` as they come;
+    (the test it was stopped in for running too long, or None; its output's last lines). At
+    `deadline` it is stopped for good."""
+    report, output = STATE / "report.jsonl", STATE / "pytest.out"
+    report.write_text("")
+    arguments = ["-p", "no:cacheprovider", "-o", "addopts=", "-q", "--no-header", "-rN", "--tb=short"]
+    arguments += [f"--deselect={test}" for test in run.done] + paths
+    folders = [str(ROOT), *(str(ROOT / p) for p in pythonpath)]
+    plugin = str(STATE / f"{PLUGIN}.py")
+    command = ["python3", "-I", "-B", "-c", LAUNCHER, json.dumps(folders), plugin, json.dumps(arguments)]
     env = {
         "PATH": "/usr/bin:/bin",
         "HOME": str(STATE),
-        "PYTHONPATH": os.pathsep.join(paths_env),
-        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         "GFCR_PYTEST_REPORT": str(report),
-        "GFCR_TEST_TIMEOUT_S": str(TEST_TIMEOUT_S),
     }
-    command = ["python3", "-m", "pytest", "-p", PLUGIN, "-p", "no:cacheprovider", "-o", "addopts="]
-    command += ["-q", "--no-header", "-rN", "--tb=short", *paths]
-    try:
-        done = subprocess.run(
-            command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s, errors="replace"
+    running: str | None = None
+    since, overdue, late = time.monotonic(), False, False
+    with open(output, "w+", encoding="utf-8", errors="replace") as out, open(report, "rb") as events:
+        process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: a kill reaches what the tests started
         )
-        tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
+        while True:
+            exited = _wait(process, POLL_S)
+            for event in _events(events):
+                if "start" in event:
+                    running, since = event["start"], time.monotonic()
+                elif "finish" in event:
+                    running = None
+                run.read(event)
+            if exited:
+                break
+            late = time.monotonic() >= deadline
+            overdue = not late and running is not None and time.monotonic() - since > test_timeout_s
+            if overdue or late:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                break
+        out.seek(0)
+        tail = out.read().strip().splitlines()[-3:]
+    if late:
+        tail = ["the test run ran past its time and was stopped"]
+    return (running if overdue else None), "\n".join(tail)
+
+
+def _events(file: Any) -> list[dict[str, str]]:
+    """The JSON lines written to `file` (opened "rb") since the last call; a line not yet
+    complete is left for the next call."""
+    events = []
+    while line := file.readline():
+        if not line.endswith(b"\n"):
+            file.seek(-len(line), os.SEEK_CUR)
+            break
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line cut short by an earlier kill
+    return events
+
+
+def _wait(process: subprocess.Popen, seconds: float) -> bool:
+    try:
+        process.wait(seconds)
     except subprocess.TimeoutExpired:
-        tail = [f"the test run ran past {timeout_s:.0f} s and was stopped"]
-    result: dict[str, Any] = (
-        json.loads(report.read_text()) if report.exists() else {"outcomes": {}, "messages": {}}
-    )
-    for key in ("outcomes", "messages"):
-        result[key].update(absent[key])
-    result["summary"] = "\n".join(tail)
-    return result
+        return False
+    return True
 
 
 # -- what the agent changed -----------------------------------------------------------------------
 
 
-def diff() -> str:
-    """The agent's changes so far: a unified diff from ORIGINAL to ROOT (text files; a/ and b/ paths)."""
-    before = {_key(p, ORIGINAL): p for p in _walk(ORIGINAL)}
-    after = {_key(p, ROOT): p for p in _walk(ROOT)}
-    chunks: list[str] = []
-    for name in sorted(before.keys() | after.keys()):
-        old, new = _text(before.get(name)), _text(after.get(name))
-        if old is None or new is None or old == new:
-            continue  # binary (left out), or unchanged
-        chunks += difflib.unified_diff(
-            old.splitlines(keepends=True),
-            new.splitlines(keepends=True),
-            "a/" + name if name in before else "/dev/null",
-            "b/" + name if name in after else "/dev/null",
-        )
-    return "".join(
-        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in chunks
-    )
+def digests() -> dict[str, list]:
+    """Every regular file of the repository: path -> [size, sha256] (what the host compares with
+    the repository as the task began). Symbolic links and special files are left out."""
+    listing = {}
+    for path in _walk(ROOT):
+        info = path.lstat()
+        if stat.S_ISREG(info.st_mode):
+            listing[path.relative_to(ROOT).as_posix()] = [info.st_size, _sha256(path)]
+    return listing
 
 
-def _key(path: Path, root: Path) -> str:
-    return path.relative_to(root).as_posix()
+def read_bytes(paths: list[str]) -> dict[str, str]:
+    """The named files' contents, base64 (those that vanished or are not regular files left out)."""
+    contents = {}
+    for name in paths:
+        path = ROOT / name
+        if path.is_file() and not path.is_symlink():
+            contents[name] = base64.b64encode(path.read_bytes()).decode("ascii")
+    return contents
 
 
-def _text(path: Path | None) -> str | None:
-    if path is None:
-        return ""
-    try:
-        return path.read_text(encoding="utf-8")
-    except (UnicodeDecodeError, OSError):
-        return None
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -18,10 +18,11 @@ import io
 import os
 import sys
 import tarfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from gfcr.envs.swe import diffs
 from gfcr.errors import ConfigError, GfcrError
 
 SKIPPED_PARTS = {"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".tox", ".venv", "node_modules"}
@@ -125,6 +126,28 @@ class Snapshot:
         """Every file: relative path -> content."""
         with tarfile.open(fileobj=io.BytesIO(self.archive), mode="r:gz") as archive:
             return {m.name: archive.extractfile(m).read() for m in archive.getmembers() if m.isfile()}  # type: ignore[union-attr]
+
+    def changed(self, changes: Mapping[str, bytes | None]) -> Snapshot:
+        """This snapshot with `changes` made: path -> new content, None to delete the file."""
+        if not changes:
+            return self
+        files = {**self.files(), **changes}
+        return Snapshot.from_files(
+            self.name, [(p, d) for p, d in files.items() if d is not None], self.pythonpath
+        )
+
+    def patched(self, *patches: str) -> Snapshot:
+        """This snapshot with unified diffs applied in order (read by `gfcr.envs.swe.diffs`).
+
+        >>> fix = "--- a/m.py\\n+++ b/m.py\\n@@ -1 +1 @@\\n-x = 1\\n+x = 2\\n"
+        >>> Snapshot.from_files("demo", [("m.py", b"x = 1\\n")]).patched(fix).files()
+        {'m.py': b'x = 2\\n'}
+        """
+        snapshot = self
+        for patch in patches:
+            if patch.strip():
+                snapshot = snapshot.changed(diffs.apply(snapshot.files(), patch))
+        return snapshot
 
 
 def sdist_dir() -> Path:

@@ -1,26 +1,22 @@
-"""A pytest plugin that records each test's outcome and failure message as JSON (runs in the sandbox).
+"""A pytest plugin that reports each test as it goes, one JSON line per event (runs in the sandbox).
 
-Loaded with `-p gfcr_pytest_report`. It stops any test running past $GFCR_TEST_TIMEOUT_S seconds
-(a failure saying so: a patch that makes a test hang costs seconds, not the verdict), and when the
-session ends writes {"outcomes": {node id: outcome}, "messages": {node id: the failure's `E`
-lines}} to the file named by $GFCR_PYTEST_REPORT. An outcome is "passed", "failed", "skipped" or
-"error" (a failure outside the test's call: set-up, tear-down, or a test file that cannot be
-collected, recorded under the file's path). Standard library and pytest only.
+The kit loads it by path (`gfcr.envs.swe.kit`, with every other plugin's autoload off) and reads
+the file named by $GFCR_PYTEST_REPORT while pytest runs: `{"start": id}` when a test begins,
+`{"finish": id}` when it is torn down, and `{"id": id, "outcome": …, "message": …}` for each
+outcome. An outcome is "passed", "failed", "skipped" or "error" (a failure outside the test's
+call: set-up, tear-down, or a test file that cannot be collected, recorded under the file's
+path); a later line for the same test replaces an earlier one. The message holds a failure's `E`
+lines. The time each test may take is kept from outside this process, by the kit, which sees
+the `start` lines: nothing a test does to its own process (blocking SIGALRM, say) can stretch it.
+Standard library and pytest only.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
-import threading
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
-_outcomes: dict[str, str] = {}
-_messages: dict[str, str] = {}
 MAX_MESSAGE = 600
 
 
@@ -32,46 +28,34 @@ def _message(report: Any) -> str:
     return message[:MAX_MESSAGE]
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item: Any) -> Iterator[None]:
-    limit = float(os.environ.get("GFCR_TEST_TIMEOUT_S") or 0)
-    if limit <= 0 or threading.current_thread() is not threading.main_thread():
-        yield
-        return
+def _write(event: dict[str, str]) -> None:
+    path = os.environ.get("GFCR_PYTEST_REPORT")
+    if path:
+        with open(path, "a", encoding="utf-8") as file:  # flushed at once: the kit reads it live
+            file.write(json.dumps(event) + "\n")
 
-    def expire(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"the test ran past {limit:g} s and was stopped")
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, limit)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+def _outcome(nodeid: str, outcome: str, report: Any) -> None:
+    _write({"id": nodeid, "outcome": outcome, "message": _message(report) if report.failed else ""})
+
+
+def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
+    _write({"start": nodeid})
+
+
+def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
+    _write({"finish": nodeid})
 
 
 def pytest_runtest_logreport(report: Any) -> None:
     if report.when == "call":
-        _outcomes[report.nodeid] = report.outcome
+        _outcome(report.nodeid, report.outcome, report)
     elif report.outcome == "skipped":
-        _outcomes[report.nodeid] = "skipped"
+        _outcome(report.nodeid, "skipped", report)
     elif report.failed:
-        _outcomes[report.nodeid] = "error"
-    else:
-        return
-    if report.failed:
-        _messages[report.nodeid] = _message(report)
+        _outcome(report.nodeid, "error", report)
 
 
 def pytest_collectreport(report: Any) -> None:
     if report.failed:
-        _outcomes[report.nodeid] = "error"
-        _messages[report.nodeid] = _message(report)
-
-
-def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
-    path = os.environ.get("GFCR_PYTEST_REPORT")
-    if path:
-        with open(path, "w", encoding="utf-8") as file:
-            json.dump({"outcomes": _outcomes, "messages": _messages}, file)
+        _outcome(report.nodeid, "error", report)

@@ -1,8 +1,8 @@
 """`SWEVerifier`: the SWE env's verdict as a Filter `Verifier`, for live episodes and saved ones.
 
 It judges a diff for a task in a fresh sandbox (`gfcr.envs.swe.evaluation.evaluate`); from a
-trajectory it takes the diff the env recorded on the final step (`Step.state["patch"]`), so a
-saved `.jsonl` episode is re-judged offline exactly as it was judged live.
+trajectory it takes the diff the env recorded on the final step (`Step.state["patch"]`, see
+`final_state`), so a saved `.jsonl` episode is re-judged offline exactly as it was judged live.
 
 >>> from gfcr.core import Step, Trajectory
 >>> from gfcr.envs.swe.data import load_tasks
@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gfcr.core import Task, Trajectory, Verdict
+from gfcr.envs.swe import diffs
 from gfcr.envs.swe.data import snapshot_of
 from gfcr.envs.swe.evaluation import VERDICT_LIMITS, Resolution, evaluate
 from gfcr.errors import SandboxError
@@ -25,6 +26,18 @@ from gfcr.sandboxes import Limits, Sandbox
 from gfcr.sandboxes.factory import shared_sandbox
 
 NO_PATCH_SIGNALS = {"resolved": False, "patch_applied": False, "fail_to_pass": 0.0, "pass_to_pass": 0.0}
+
+
+def final_state(patch: str) -> dict[str, str]:
+    """What an episode records of its diff: `{"patch": diff}`, or for a diff over
+    `diffs.MAX_PATCH_CHARS` (which the verdict refuses) `{"patch": "", "patch_omitted": summary}`.
+
+    >>> final_state("x" * (diffs.MAX_PATCH_CHARS + 1))["patch_omitted"]
+    'a diff of 262,145 characters changing 0 files ()'
+    """
+    if len(patch) <= diffs.MAX_PATCH_CHARS:
+        return {"patch": patch}
+    return {"patch": "", "patch_omitted": diffs.summary(patch)}
 
 
 @dataclass
@@ -41,7 +54,12 @@ class SWEVerifier:
         if not final or not isinstance(final.get("patch"), str):
             return Verdict(0.0, False, {**NO_PATCH_SIGNALS, "touched_tests": False, "state_ok": False})
         try:
-            resolution = self.judge(task, final["patch"])
+            if final.get("patch_omitted"):
+                meta = task.metadata
+                refusal = f"the diff was refused: the changes were {final['patch_omitted']}, over the limit"
+                resolution = Resolution.refused(meta["fail_to_pass"], meta["pass_to_pass"], refusal)
+            else:
+                resolution = self.judge(task, final["patch"])
         except SandboxError:
             return Verdict(0.0, False, {**NO_PATCH_SIGNALS, "touched_tests": False, "state_ok": False})
         return Verdict(
