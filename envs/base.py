@@ -2,13 +2,16 @@
 
 A subclass supplies its tasks and tools and implements `respond(action) -> Outcome`; the base
 class does everything the contract requires of every env: task choice by seed or
-`options={"task_id": ...}`, tool-call parsing, tool dispatch, turn and length limits, clear
-error observations for malformed actions (never an exception), and the `info` keys
+`options={"task_id": ...}`, tool-call parsing, tool dispatch, turn and length limits, each step's
+budget for tool calls (`max_tool_calls`, `step_time_s`: see `gfcr.envs.budget`), clear error
+observations for malformed actions (never an exception), and the `info` keys
 (`task`, `messages`, `tools` on reset; `messages`, `signals` on step, and `state` where the
 env records its final state for an offline verifier).
 
 Rewards: whatever `respond` returns; 0.0 for any action the env cannot use (wrong type, too long,
-malformed tool call, a step after the end) — such steps set `format_ok` to False.
+malformed tool call, a step after the end) — such steps set `format_ok` to False. A step whose
+tool calls go past the step's budget truncates the episode with the reward `respond` gave
+(0.0 unless the env says otherwise).
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ from __future__ import annotations
 import json
 from abc import abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import gymnasium as gym
 
-from gfcr.core import Action, Message, Task, ToolSpec, parse_action
+from gfcr.core import Action, Message, Task, ToolCall, ToolSpec, parse_action
+from gfcr.core.tools import tool_deadline
 from gfcr.core.trajectory import Signals
+from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S, StepBudget
 from gfcr.envs.spaces import UnicodeText
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import ConfigError, GfcrError, ToolError
@@ -51,7 +56,9 @@ class TextEnv(gym.Env[str, str]):
     """Base of every gfcr env: text observations, text actions, tasks, tools and limits.
 
     Subclasses set `signal_defaults` (every signal key with its value for an unusable action)
-    and implement `respond`; they may override `render_prompt` and `oracle`.
+    and implement `respond`; they may override `render_prompt` and `oracle`. Every subclass
+    takes `max_tool_calls` and `step_time_s` and passes them here: the budget of each step's
+    tool calls, enforced by `run_tools` (see `gfcr.envs.budget`).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}  # gymnasium.Env declares it per instance
@@ -66,6 +73,8 @@ class TextEnv(gym.Env[str, str]):
         max_turns: int = 1,
         max_action_chars: int = 32_768,
         max_observation_chars: int = 65_536,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+        step_time_s: float = DEFAULT_STEP_TIME_S,
         render_mode: str | None = None,
     ) -> None:
         if len(tasks) == 0:
@@ -82,6 +91,7 @@ class TextEnv(gym.Env[str, str]):
         self.max_turns = max_turns
         self.max_action_chars = max_action_chars
         self.max_observation_chars = max_observation_chars
+        self.budget = StepBudget(max_tool_calls, step_time_s)
         self.render_mode = render_mode
         self.observation_space = UnicodeText(max_observation_chars)
         self.action_space = UnicodeText(max_action_chars)
@@ -136,10 +146,11 @@ class TextEnv(gym.Env[str, str]):
             outcome = Outcome("The episode is over; call reset() to start a new one.", terminated=True)
         else:
             self.turn += 1
+            self.budget.start()
             parsed, problem = self._read(action)
             if parsed is not None:
                 self.messages.append(Message("assistant", parsed.text, parsed.tool_calls))
-            outcome = problem or self.respond(parsed)  # type: ignore[arg-type]  # no problem: parsed
+            outcome = self._within_budget(problem or self.respond(parsed))  # type: ignore[arg-type]
         truncated = not outcome.terminated and (outcome.truncated or self.turn >= self.max_turns)
         self.done = self.done or outcome.terminated or truncated
         observation = self._clip(outcome.observation)
@@ -162,21 +173,44 @@ class TextEnv(gym.Env[str, str]):
     # -- shared machinery ------------------------------------------------------------------------
 
     def run_tools(self, action: Action) -> Outcome:
-        """Run every tool call of `action`; results (or errors) become tool messages."""
+        """Run every tool call of `action` within the step's budget; results (or errors, or why a
+        call was not run) become tool messages. Each call runs by the step's deadline, which tools
+        read with `gfcr.core.tools.time_left`; an env may call this more than once in a step."""
         messages = []
         for call in action.tool_calls:
-            try:
-                tool = self.tools.get(call.name)
-                if tool is None:
-                    raise ToolError(f"unknown tool {call.name!r}; available: {sorted(self.tools) or 'none'}")
-                result = str(tool(**call.arguments))
-            except ToolError as e:
-                result = f"Error: {e}"
-            except Exception as e:  # a tool's own bug must not end the run: report it to the model
-                result = f"Error: {call.name} failed: {type(e).__name__}: {e}"
+            if (refusal := self.budget.admit()) is not None:
+                result = f"Error: not run: {refusal}."
+            else:
+                with tool_deadline(self.budget.deadline):
+                    result = self._tool_result(call)
             messages.append(Message("tool", self._clip(result), tool_call_id=call.id, name=call.name))
+        self.budget.check_time()
         observation = "\n".join(m.content for m in messages)
         return Outcome(observation, signals={"format_ok": True}, messages=tuple(messages))
+
+    def _tool_result(self, call: ToolCall) -> str:
+        """One tool call's result, or the error the agent should read."""
+        try:
+            tool = self.tools.get(call.name)
+            if tool is None:
+                raise ToolError(f"unknown tool {call.name!r}; available: {sorted(self.tools) or 'none'}")
+            return str(tool(**call.arguments))
+        except ToolError as e:
+            return f"Error: {e}"
+        except Exception as e:  # a tool's own bug must not end the run: report it to the model
+            return f"Error: {call.name} failed: {type(e).__name__}: {e}"
+
+    def _within_budget(self, outcome: Outcome) -> Outcome:
+        """`outcome`, truncated with a note saying why, if the step's tool calls went past its budget."""
+        if self.budget.exceeded is None or outcome.terminated:
+            return outcome
+        note = self.budget.note()
+        return replace(
+            outcome,
+            observation=f"{outcome.observation}\n{note}",
+            truncated=True,
+            messages=(*outcome.messages, Message("user", note)) if outcome.messages else None,
+        )
 
     def _prompt_messages(self, prompt: str) -> list[Message]:
         """The episode's first messages: the system prompt (if any), then the prompt as a user message."""

@@ -1,4 +1,5 @@
-"""A `python` tool for agents, and the text an agent sees for a run's result.
+"""A `python` tool for agents, the text an agent sees for a run's result, and the limits of a run
+that a tool call starts (`call_limits`: within the step's deadline).
 
 >>> print(format_result(ExecResult("timeout", None, "partial\\n", "", 2.0, 2.0, 9.0)))
 partial
@@ -7,7 +8,10 @@ partial
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gfcr.core import ToolSpec
+from gfcr.core.tools import time_left
 from gfcr.errors import SandboxError, ToolError
 from gfcr.sandboxes.base import ExecResult, Limits, Sandbox
 from gfcr.sandboxes.factory import shared_sandbox
@@ -36,6 +40,19 @@ def format_result(result: ExecResult) -> str:
     return "\n".join(parts) if parts else "(no output)"
 
 
+def call_limits(limits: Limits) -> Limits:
+    """`limits` for a run that a tool call starts: its wall and CPU time cut to what the call may
+    still take (`gfcr.core.tools.time_left`), so a run cannot overrun its env's step budget.
+
+    >>> call_limits(TOOL_LIMITS) == TOOL_LIMITS  # outside a step's tool call: unchanged
+    True
+    """
+    seconds = time_left(limits.wall_s)
+    if seconds >= limits.wall_s:
+        return limits
+    return replace(limits, wall_s=seconds, cpu_s=min(limits.cpu_s, seconds))
+
+
 def python_tool(sandbox: Sandbox | None = None, limits: Limits = TOOL_LIMITS) -> ToolSpec:
     """The `python` tool: runs a program in a sandbox and returns what it printed.
 
@@ -50,7 +67,7 @@ def python_tool(sandbox: Sandbox | None = None, limits: Limits = TOOL_LIMITS) ->
             code: A complete Python program; each call starts fresh, without the previous calls' state.
         """
         try:
-            result = (sandbox or shared_sandbox()).run(code, limits=limits)
+            result = (sandbox or shared_sandbox()).run(code, limits=call_limits(limits))
         except SandboxError as e:
             raise ToolError(f"python: the sandbox failed: {e}") from e
         return format_result(result)

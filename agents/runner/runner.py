@@ -32,7 +32,7 @@ from gfcr.agents.runner.env_pools import WORKER_LOST, EnvPool, ProcessEnvPool, T
 from gfcr.agents.runner.env_servers import EnvServers
 from gfcr.agents.runner.episode import Episode, solved
 from gfcr.agents.runner.progress import RunProgress
-from gfcr.agents.runner.specs import EpisodeSpec
+from gfcr.agents.runner.specs import EpisodeSpec, warn_on_step_budgets
 from gfcr.agents.runner.writer import TrajectoryWriter
 from gfcr.core import Provenance, Trajectory
 from gfcr.core.config import setting
@@ -74,7 +74,9 @@ class RunnerConfig:
     max_turns: int | None = setting(None, "Policy turns per episode before truncation (default: the env's).")
     max_episode_tokens: int | None = setting(None, "Completion tokens per episode before truncation.")
     episode_timeout_s: float | None = setting(None, "Wall seconds before an episode fails.")
-    env_timeout_s: float = setting(300.0, "Wall seconds for one env reset or step.")
+    env_timeout_s: float = setting(
+        300.0, "Wall seconds for one env reset or step, past which it fails (keep it over twice step_time_s)."
+    )
     policy_timeout_s: float = setting(900.0, "Wall seconds for one policy batch.")
     env_workers: str = setting(
         "thread", "Where env steps run: thread, or process (CPU-heavy or crash-prone envs)."
@@ -214,6 +216,7 @@ class Runner:
         of a live progress bar (none if None); `on_episode` sees every finished trajectory.
         """
         specs = self.controller.schedule(list(episodes))
+        warn_on_step_budgets(specs, self.config.env_timeout_s)
         writer = (
             TrajectoryWriter(
                 out,

@@ -11,15 +11,20 @@ An episode is identified by its env configuration, task, seed and sample number;
 
 from __future__ import annotations
 
+import inspect
+import logging
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 
 from gfcr.core.episode import EnvConfig, EpisodeSpec
 from gfcr.errors import ConfigError, UnknownNameError
-from gfcr.registry import list_envs
+from gfcr.registry import env_class, list_envs
 from gfcr.suites import Suite, make_suite
+
+logger = logging.getLogger(__name__)
 
 
 def env_config(env_id: str, kwargs: dict[str, Any] | None = None) -> EnvConfig:
@@ -115,3 +120,36 @@ def task_specs(
         )
     specs = episodes_for_suite(make_suite(env_id_or_suite), seed=seed)  # an unknown name lists suites
     return specs[:n] if n is not None else specs
+
+
+def warn_on_step_budgets(specs: Sequence[EpisodeSpec], env_timeout_s: float) -> list[str]:
+    """Warn about each env whose step budget (`step_time_s`, given or its default) is over half of
+    the runner's `env_timeout_s`; the warnings, as logged.
+
+    A step's tool calls may take `step_time_s`; the rest of `env_timeout_s` is for the env's own
+    work in the step (a verdict, a page read). Without it, an agent that stalls can turn its
+    step into an `env timeout` — an infrastructure failure, which resumed runs repeat and
+    comparisons drop — instead of its own truncation.
+
+    >>> warn_on_step_budgets(episodes_for_env("gfcr/ToolUse-v0", 1, kwargs={"step_time_s": 20}), 30.0)
+    ['gfcr/ToolUse-v0: step_time_s=20 is over half of env_timeout_s=30: ...']
+    """
+    warnings, seen = [], set()
+    for spec in specs:
+        config = spec.env
+        if config.key in seen:
+            continue
+        seen.add(config.key)
+        if config.env_id not in gym.registry:  # made from its entry point in the workers alone
+            continue
+        parameter = inspect.signature(env_class(config.env_id)).parameters.get("step_time_s")
+        step_time_s = config.kwargs.get("step_time_s", parameter.default if parameter else None)
+        if isinstance(step_time_s, int | float) and step_time_s > env_timeout_s / 2:
+            warnings.append(
+                f"{config.env_id}: step_time_s={step_time_s:g} is over half of "
+                f"env_timeout_s={env_timeout_s:g}: an agent that stalls may make its step an infrastructure "
+                "failure (env timeout) instead of its own truncation; raise env_timeout_s or lower "
+                "step_time_s (-e step_time_s=...)"
+            )
+            logger.warning(warnings[-1])
+    return warnings

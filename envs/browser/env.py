@@ -41,6 +41,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar, Literal
 
 from gfcr.core import Action, Message, Task, ToolCall, ToolSpec
+from gfcr.core.tools import time_left
 from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.browser.actions import MAX_CALLS, format_call, parse_calls
 from gfcr.envs.browser.base import Site, SiteJudgement
@@ -53,6 +54,7 @@ from gfcr.envs.browser.sites import make_sites
 from gfcr.envs.browser.snapshot import PageView, render_page
 from gfcr.envs.browser.tab import MAX_WAIT_MS, Tab, fresh_tab
 from gfcr.envs.browser.verifier import episode_result
+from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import BrowserError, ToolError, UnknownNameError
 
@@ -118,6 +120,8 @@ class BrowserEnv(TextEnv):
         action_syntax: str = "gfcr",
         max_action_chars: int = 32_768,
         max_observation_chars: int = 65_536,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+        step_time_s: float = DEFAULT_STEP_TIME_S,
         render_mode: str | None = None,
         tasks: TaskSource | None = None,
     ) -> None:
@@ -128,6 +132,8 @@ class BrowserEnv(TextEnv):
             max_turns=max_turns,
             max_action_chars=max_action_chars,
             max_observation_chars=max_observation_chars,
+            max_tool_calls=max_tool_calls,
+            step_time_s=step_time_s,
             render_mode=render_mode,
         )
         self.sites: dict[str, Site] = make_sites(miniwob_time_limit_s)
@@ -310,7 +316,8 @@ class BrowserEnv(TextEnv):
         Args:
             ms: How long to wait, in milliseconds.
         """
-        ms = max(0, min(int(ms), self._episode.wait_left_ms))  # one step waits 10 s at most, in all
+        # One step waits 10 s at most, in all, and never past its budget's deadline.
+        ms = max(0, min(int(ms), self._episode.wait_left_ms, int(time_left(ms / 1000) * 1000)))
         self._episode.wait_left_ms -= ms
         self._browse(self._tab.wait(ms))
         return f"Waited {ms} ms." if ms else "Did nothing."

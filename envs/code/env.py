@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from gfcr.core import Action, Message, Task
 from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S
 from gfcr.envs.code.data import load_source
 from gfcr.envs.code.grading import DEFAULT_LIMITS
 from gfcr.envs.code.verifier import CodeVerifier, code_signals
@@ -61,6 +62,8 @@ class CodeEnv(TextEnv):
         system_prompt: str | None = None,
         max_action_chars: int = 32_768,
         max_observation_chars: int = 65_536,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+        step_time_s: float = DEFAULT_STEP_TIME_S,
         render_mode: str | None = None,
         tasks: TaskSource | None = None,
         **options: Any,
@@ -72,6 +75,8 @@ class CodeEnv(TextEnv):
             max_turns=max_turns,
             max_action_chars=max_action_chars,
             max_observation_chars=max_observation_chars,
+            max_tool_calls=max_tool_calls,
+            step_time_s=step_time_s,
             render_mode=render_mode,
         )
         self.limits: Limits = replace(DEFAULT_LIMITS, wall_s=timeout_s, cpu_s=timeout_s, memory_mb=memory_mb)

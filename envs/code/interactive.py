@@ -4,7 +4,8 @@ Tools: `run_python(code)` runs code in the episode's Python session (state persi
 calls, like notebook cells); `run_tests(code="")` runs the task's *visible* tests (by default
 on the code run so far); `submit(code)` ends the episode, graded on the *hidden* tests. A reply
 without a tool call that holds a ```python block counts as its submission. Reward 1.0 when every
-hidden test passes; 0.0 otherwise, and when the turn limit ends the episode first.
+hidden test passes; 0.0 otherwise, and when the turn limit or a step past its tool budget
+(`max_tool_calls`, `step_time_s`; a call still running at the deadline is stopped) ends the episode first.
 
 Signals: those of `gfcr/Code-v0`, plus `submitted`.
 """
@@ -23,7 +24,7 @@ from gfcr.envs.code.grading import grade
 from gfcr.envs.code.verifier import summary
 from gfcr.errors import SandboxError, ToolError
 from gfcr.sandboxes import Session
-from gfcr.sandboxes.tools import format_result
+from gfcr.sandboxes.tools import call_limits, format_result
 
 TOOL_HINT = (
     "\n\nYou may call run_python(code) to run code in a persistent Python session, run_tests(code) to run "
@@ -63,7 +64,7 @@ class CodeInteractiveEnv(CodeEnv):
         try:
             if self._session is None:
                 self._session = self.sandbox.session("python", limits=self.limits)
-            result = self._session.run(code)
+            result = self._session.run(code, limits=call_limits(self.limits))
         except SandboxError as e:
             raise ToolError(f"run_python: the sandbox failed: {e}") from e
         if result.ok:
@@ -95,7 +96,7 @@ class CodeInteractiveEnv(CodeEnv):
                 "run_tests: no code to test yet; pass code=... or define it with run_python first"
             )
         try:
-            report = grade(self.sandbox, tests, program, visible=True, limits=self.limits)
+            report = grade(self.sandbox, tests, program, visible=True, limits=call_limits(self.limits))
         except SandboxError as e:
             raise ToolError(f"run_tests: the sandbox failed: {e}") from e
         if report.total == 0:

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from gfcr.core import Action, Message, Task, ToolCall  # noqa: F401  (ToolCall: in the doctest)
 from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S
 from gfcr.envs.dialogue.data import load_domain, task_source
 from gfcr.envs.dialogue.db import Database
 from gfcr.envs.dialogue.evaluation import ConversationJudgement, gold_state, judge, unsaid
@@ -96,6 +97,8 @@ class DialogueEnv(TextEnv):
         system_prompt: str | None = None,
         max_action_chars: int = 32_768,
         max_observation_chars: int = 65_536,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+        step_time_s: float = DEFAULT_STEP_TIME_S,
         render_mode: str | None = None,
         tasks: TaskSource | None = None,
     ) -> None:
@@ -105,6 +108,8 @@ class DialogueEnv(TextEnv):
             max_turns=max_turns,
             max_action_chars=max_action_chars,
             max_observation_chars=max_observation_chars,
+            max_tool_calls=max_tool_calls,
+            step_time_s=step_time_s,
             render_mode=render_mode,
         )
         self.user = _make_user(user, max_stalls=max_stalls, temperature=user_temperature, cache=user_cache)
@@ -170,8 +175,9 @@ class DialogueEnv(TextEnv):
         return Outcome(outcome.observation, signals=self._signals(None), messages=outcome.messages)
 
     def _limit(self, outcome: Outcome) -> Outcome:
-        """At the turn limit (the base truncates the episode), report the judgement's signals too."""
-        if self.turn < self.max_turns:
+        """At the turn limit or past the step's budget (the base truncates the episode), report the
+        judgement's signals too."""
+        if self.turn < self.max_turns and not self.budget.exceeded:
             return outcome
         return Outcome(
             outcome.observation, signals=self._signals(self._judgement()), messages=outcome.messages

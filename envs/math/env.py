@@ -6,7 +6,7 @@ math-verify's extraction: for small models that have not learned the box (see ve
 Single-turn by default: the first action is the answer. With `tools=("calculator",)` the agent
 may call tools for up to `max_turns - 1` turns; its first message without a tool call is the
 answer. Reward 1.0 for a correct answer, 0.0 otherwise (no answer, wrong answer, malformed
-action, turn limit reached).
+action, turn limit reached, or a step whose tool calls go past `max_tool_calls` or `step_time_s`).
 
 Signals: `format_ok` (a final answer was given: `\\boxed{}`, or any with "plain"),
 `answer_extracted` (an answer could be read), `correct`.
@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from gfcr.core import Action, Message, Task, ToolSpec
 from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S
 from gfcr.envs.math.calculator import calculator
 from gfcr.envs.math.data import dataset_options, load_source
 from gfcr.envs.math.verifier import AnswerFormat, MathVerifier, answer_signals, check_answer, extract_answer
@@ -63,6 +64,8 @@ class MathEnv(TextEnv):
         system_prompt: str | None = None,
         max_action_chars: int = 32_768,
         max_observation_chars: int = 65_536,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+        step_time_s: float = DEFAULT_STEP_TIME_S,
         render_mode: str | None = None,
         tasks: TaskSource | None = None,
         **options: Any,
@@ -86,6 +89,8 @@ class MathEnv(TextEnv):
             max_turns=max_turns or (8 if tools else 1),
             max_action_chars=max_action_chars,
             max_observation_chars=max_observation_chars,
+            max_tool_calls=max_tool_calls,
+            step_time_s=step_time_s,
             render_mode=render_mode,
         )
 

@@ -7,7 +7,8 @@ table — and answers with `submit_sql(query)`, which ends the episode. Single-t
 
 Reward 1.0 when the submitted query's result matches the gold query's (`results_match`: rows
 as a multiset, in order when the gold has an outermost ORDER BY, columns in any order, floats
-within `float_tol`, 1e-9 relative), else 0.0 — a failing, refused or missing query, or the turn limit.
+within `float_tol`, 1e-9 relative), else 0.0 — a failing, refused or missing query, the turn limit,
+or a step whose tool calls go past its budget (`max_tool_calls`, `step_time_s`: the episode is truncated).
 Signals: `format_ok` (the action could be used: a tool call, or an SQL block in single-turn
 mode), `executed` (its query ran), `match`, `turns` (turns taken so far). The grading is
 `SQLVerifier`'s, which also re-judges saved trajectories offline.
@@ -21,7 +22,9 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 from gfcr.core import Action, Message, Task, ToolSpec
+from gfcr.core.tools import time_left
 from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S
 from gfcr.envs.sql.data.catalog import EngineSpec, questions_for, schema_prompt
 from gfcr.envs.sql.data.questions import SQLQuestion
 from gfcr.envs.sql.engines.database import DEFAULT_TIMEOUT_S, Database
@@ -77,6 +80,8 @@ class SQLEnv(TextEnv):
         system_prompt: str | None = None,
         max_action_chars: int = 32_768,
         max_observation_chars: int = 65_536,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+        step_time_s: float = DEFAULT_STEP_TIME_S,
         render_mode: str | None = None,
     ) -> None:
         if mode not in ("multi_turn", "single_turn"):
@@ -103,6 +108,8 @@ class SQLEnv(TextEnv):
             max_turns=max_turns or (10 if mode == "multi_turn" else 1),
             max_action_chars=max_action_chars,
             max_observation_chars=max_observation_chars,
+            max_tool_calls=max_tool_calls,
+            step_time_s=step_time_s,
             render_mode=render_mode,
         )
         self._verdict: Outcome | None = None  # set by submit_sql during a step
@@ -167,7 +174,7 @@ class SQLEnv(TextEnv):
             query: One SELECT statement in the database's SQL dialect.
         """
         try:
-            result = self.database().execute(query, max_rows=10_000, timeout_s=self.timeout_s)
+            result = self.database().execute(query, max_rows=10_000, timeout_s=time_left(self.timeout_s))
         except QueryError as e:
             self._executed = False
             return f"Error: {e}"

@@ -8,7 +8,8 @@ files (`edit_file`, `write_file`, `apply_patch`), run things (`bash`, `run_tests
 began plus the agent's diff, without its changes to test files, with the fail-to-pass and
 pass-to-pass tests run by pytest. On the last turn the changes so far are submitted.
 
-Reward 1.0 when every fail-to-pass test passes and every pass-to-pass test still passes, else 0.0.
+Reward 1.0 when every fail-to-pass test passes and every pass-to-pass test still passes, else 0.0
+— and 0.0, unjudged, when a step's tool calls go past its budget (`max_tool_calls`, `step_time_s`).
 Signals: `format_ok`, `submitted`, `resolved`, `patch_applied`, `fail_to_pass` and `pass_to_pass`
 (shares of those tests passing), `touched_tests` (the diff changed test or pytest config files,
 which the verdict ignored). The final step's `info["state"]` holds the diff as `{"patch": …}`
@@ -25,6 +26,7 @@ from typing import Any, ClassVar
 
 from gfcr.core import Action, Message, Task, ToolSpec
 from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S
 from gfcr.envs.swe.data import load_tasks, snapshot_of
 from gfcr.envs.swe.evaluation import Resolution, test_file
 from gfcr.envs.swe.verifier import SWEVerifier
@@ -78,6 +80,8 @@ class SWEEnv(TextEnv):
         system_prompt: str | None = None,
         max_action_chars: int = 32_768,
         max_observation_chars: int = 20_000,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+        step_time_s: float = DEFAULT_STEP_TIME_S,
         render_mode: str | None = None,
     ) -> None:
         self.verifier = SWEVerifier(sandbox)
@@ -99,6 +103,8 @@ class SWEEnv(TextEnv):
             max_turns=max_turns,
             max_action_chars=max_action_chars,
             max_observation_chars=max_observation_chars,
+            max_tool_calls=max_tool_calls,
+            step_time_s=step_time_s,
             render_mode=render_mode,
         )
         self.workspace: Workspace | None = None
@@ -228,8 +234,8 @@ class SWEEnv(TextEnv):
             outcome = Outcome("Use the tools to work on the repository, then call submit().")
         else:
             return self._final()
-        if not submitted and self.turn < self.max_turns:
-            return outcome
+        if self.budget.exceeded or (not submitted and self.turn < self.max_turns):
+            return outcome  # past the step's budget, the base truncates the episode: no verdict
         final = self._final()
         note = "\n\n" if submitted else "\n\n[turn limit] "
         return Outcome(

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from gfcr.core import Action, Message, Task, ToolSpec
 from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import ConfigError
 
@@ -97,6 +98,8 @@ class ToolUseEnv(TextEnv):
         system_prompt: str | None = None,
         max_action_chars: int = 4096,
         max_observation_chars: int = 4096,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+        step_time_s: float = DEFAULT_STEP_TIME_S,
         render_mode: str | None = None,
     ) -> None:
         lookup = ToolSpec(
@@ -112,6 +115,8 @@ class ToolUseEnv(TextEnv):
             max_turns=max_turns,
             max_action_chars=max_action_chars,
             max_observation_chars=max_observation_chars,
+            max_tool_calls=max_tool_calls,
+            step_time_s=step_time_s,
             render_mode=render_mode,
         )
         if repeat < 1:

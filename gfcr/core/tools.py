@@ -1,12 +1,16 @@
-"""Tool specs: OpenAI function schemas, built by hand or from a plain Python function."""
+"""Tool specs: OpenAI function schemas, built by hand or from a plain Python function; and the
+deadline of a running tool call (`time_left`), which tools that start something slow obey."""
 
 from __future__ import annotations
 
 import inspect
 import re
+import time
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -14,6 +18,10 @@ from gfcr.errors import ConfigError, ToolError
 
 _JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _ARG_LINE = re.compile(r"^\s*(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+MIN_TIME_LEFT_S = 0.01  # what a call that starts at its deadline is still given: limits must be positive
+# The `time.monotonic()` instant the running tool call must end by; a context variable, so each
+# thread (and asyncio task) running tool calls has its own.
+_DEADLINE: ContextVar[float | None] = ContextVar("gfcr_tool_deadline", default=None)
 
 
 @dataclass(frozen=True)
@@ -139,3 +147,34 @@ def _fits(value: Any, json_type: str) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     python_type = {"string": str, "boolean": bool, "array": list, "object": dict}.get(json_type)
     return python_type is None or isinstance(value, python_type)
+
+
+@contextmanager
+def tool_deadline(deadline: float | None) -> Iterator[None]:
+    """Run the tool calls inside by `deadline`, a `time.monotonic()` instant (None: no deadline).
+
+    Envs wrap each tool call in it (`TextEnv.run_tools` does), so that tools can read `time_left`.
+    """
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def time_left(limit: float) -> float:
+    """Seconds the running tool call may still take: `limit`, or less where its step's time runs out sooner.
+
+    A tool that starts something slow (a sandbox run, a query, a request, a wait) gives it
+    `time_left(its own timeout)` as its timeout, so no call runs past its env's step budget.
+
+    >>> time_left(10.0)
+    10.0
+    >>> with tool_deadline(time.monotonic() + 2.0):
+    ...     0 < time_left(10.0) <= 2.0
+    True
+    """
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return limit
+    return min(limit, max(deadline - time.monotonic(), MIN_TIME_LEFT_S))
