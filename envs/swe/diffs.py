@@ -208,6 +208,16 @@ def apply(files: Mapping[str, bytes], patch: str | list[FilePatch]) -> dict[str,
     return changes
 
 
+def patched(files: Mapping[str, bytes], patch: str | list[FilePatch]) -> dict[str, bytes]:
+    """`files` as `patch` leaves them (see `apply`), a deleted file gone.
+
+    >>> patched({"m.py": b"x = 1\\n"}, unified_diff("m.py", "x = 1\\n", None))
+    {}
+    """
+    merged = {**files, **apply(files, patch)}
+    return {path: data for path, data in merged.items() if data is not None}
+
+
 def _patched(lines: list[str], file_patch: FilePatch) -> list[str]:
     out: list[str] = []
     position = 0

@@ -11,9 +11,10 @@ pass-to-pass tests run by pytest. On the last turn the changes so far are submit
 Reward 1.0 when every fail-to-pass test passes and every pass-to-pass test still passes, else 0.0
 — and 0.0, unjudged, when a step's tool calls go past its budget (`max_tool_calls`, `step_time_s`).
 Signals: `format_ok`, `submitted`, `resolved`, `patch_applied`, `fail_to_pass` and `pass_to_pass`
-(shares of those tests passing), `touched_tests` (the diff changed test or pytest config files,
-which the verdict ignored). The final step's `info["state"]` holds the diff as `{"patch": …}`
-for `SWEVerifier`.
+(shares of those tests passing), `touched_tests` (the diff changed files the verdict does not
+take: tests, pytest configuration, packaging metadata, new top-level modules; see
+`gfcr.envs.swe.policy`). The final step's `info["state"]` holds the diff as `{"patch": …}` for
+`SWEVerifier` (a diff over the size cap is summarised instead, and refused).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S
 from gfcr.envs.swe.data import load_tasks, snapshot_of
 from gfcr.envs.swe.evaluation import Resolution, test_file
-from gfcr.envs.swe.verifier import SWEVerifier
+from gfcr.envs.swe.verifier import SWEVerifier, final_state
 from gfcr.envs.swe.workspace import Workspace
 from gfcr.errors import SandboxError, ToolError
 from gfcr.sandboxes import Sandbox
@@ -264,14 +265,14 @@ class SWEEnv(TextEnv):
                 message,
                 truncated=True,
                 signals={"format_ok": True, "submitted": True},
-                state={"patch": patch},
+                state=final_state(patch),
             )
         return Outcome(
             report(resolution),
             1.0 if resolution.resolved else 0.0,
             terminated=True,
             signals={"format_ok": True, "submitted": True, **resolution.signals()},
-            state={"patch": patch},
+            state=final_state(patch),
         )
 
     def step(self, action: str | Action) -> tuple[str, float, bool, bool, dict]:
@@ -324,8 +325,7 @@ def report(resolution: Resolution) -> str:
         + ("Resolved." if resolution.resolved else "Not resolved.")
     )
     if resolution.dropped:
-        text += (
-            f" Your changes to {', '.join(resolution.dropped)} were ignored "
-            "(tests and their configuration are not yours to change)."
-        )
+        shown = "; ".join(f"{path} ({why})" for path, why in list(resolution.dropped.items())[:10])
+        text += " Your changes to these files were ignored (only the library's code is yours to change): "
+        text += shown + "."
     return text

@@ -132,19 +132,17 @@ def prepare(
             f"the changes are {diffs.summary(patch)}, over the limit of {diffs.MAX_PATCH_CHARS:,}; "
             "leave generated or large files out"
         )
-    start = snapshot.patched(setup_patch)
-    repo = start.files()
+    repo = diffs.patched(snapshot.files(), setup_patch)
     hidden = diffs.parse(test_patch)
     test_files = {test_file(t) for t in tests} | {f.path for f in hidden}
     kept, dropped = [], {}
     for change in diffs.parse(patch):
-        why = refusal(change.path, repo, test_files, start.pythonpath, deleted=change.deleted)
+        why = refusal(change.path, repo, test_files, snapshot.pythonpath, deleted=change.deleted)
         if why:
             dropped[change.path] = why
         else:
             kept.append(change)
-    changed = start.changed(diffs.apply(repo, kept))
-    return changed.changed(diffs.apply(changed.files(), hidden)), dropped
+    return snapshot.with_files(diffs.patched(diffs.patched(repo, kept), hidden)), dropped
 
 
 def run_tests(

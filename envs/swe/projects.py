@@ -132,9 +132,11 @@ class Snapshot:
         if not changes:
             return self
         files = {**self.files(), **changes}
-        return Snapshot.from_files(
-            self.name, [(p, d) for p, d in files.items() if d is not None], self.pythonpath
-        )
+        return self.with_files({p: d for p, d in files.items() if d is not None})
+
+    def with_files(self, files: Mapping[str, bytes]) -> Snapshot:
+        """A snapshot of `files` with this one's name and `pythonpath`."""
+        return Snapshot.from_files(self.name, files.items(), self.pythonpath)
 
     def patched(self, *patches: str) -> Snapshot:
         """This snapshot with unified diffs applied in order (read by `gfcr.envs.swe.diffs`).
@@ -143,11 +145,13 @@ class Snapshot:
         >>> Snapshot.from_files("demo", [("m.py", b"x = 1\\n")]).patched(fix).files()
         {'m.py': b'x = 2\\n'}
         """
-        snapshot = self
+        patches = tuple(patch for patch in patches if patch.strip())
+        if not patches:
+            return self
+        files = self.files()
         for patch in patches:
-            if patch.strip():
-                snapshot = snapshot.changed(diffs.apply(snapshot.files(), patch))
-        return snapshot
+            files = diffs.patched(files, patch)
+        return self.with_files(files)
 
 
 def sdist_dir() -> Path:
