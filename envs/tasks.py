@@ -17,6 +17,10 @@ class TaskSource:
 
     Procedural sources pass a `build(index) -> Task` function and a size, so a million
     generated tasks cost nothing until drawn; fixed datasets pass the tasks themselves.
+    `index_of(task_id)` returns the task's position, or None for an id the source does not
+    hold (never raises): `get` then raises `UnknownNameError` with the nearest ids, which is
+    what `reset(options={"task_id": ...})` must do. Without it, ids are found by building
+    every task once.
 
     >>> source = TaskSource.from_tasks("demo", [Task("demo/0", "1+1?", "2")])
     >>> len(source), source.get("demo/0").gold, source.ids()

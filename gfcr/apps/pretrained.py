@@ -120,7 +120,11 @@ def _convert(source: Path, out: Path) -> None:
         ) from e
     tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
     model = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.float32)
-    model.hf_quantizer = None  # type: ignore[assignment]  # dequantised: save them as plain float32
+    # Dequantised on load: save plain float32, with no GGUF quantisation left in config.json
+    # (trainers such as TRL refuse a model whose config still names a quantisation method).
+    model.hf_quantizer = None  # type: ignore[assignment]
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
     tokenizer.chat_template = CHAT_TEMPLATE
     tokenizer.response_template = RESPONSE_TEMPLATE
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")

@@ -225,7 +225,11 @@ def check_seeding(env: gym.Env) -> None:
         return
     except Exception as e:
         raise ContractViolation(f"an unknown task id raised {type(e).__name__}, not UnknownNameError") from e
-    raise ContractViolation("reset(options={'task_id': <unknown>}) must raise gfcr.UnknownNameError")
+    raise ContractViolation(
+        "reset(options={'task_id': <unknown>}) must raise gfcr.UnknownNameError: pick the task with "
+        "self.tasks.get(task_id) (a TaskSource whose index_of returns None for an unknown id), or raise "
+        "UnknownNameError('task id', task_id, known_ids)"
+    )
 
 
 def check_step_after_end(env: gym.Env, *, max_steps: int = 1_000) -> None:

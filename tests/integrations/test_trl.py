@@ -52,8 +52,16 @@ class OracleTokens(ChatTokens):
         return out
 
 
-def grpo_trainer(tiny_model: Path, tmp_path: Path, rows: int = 2, tasks: int | None = None, **kwargs: Any):
-    """A GRPOTrainer of the tiny model: one step of `rows` ToolUse prompts (of `tasks` rows), 2 generations each."""
+def grpo_trainer(
+    tiny_model: Path,
+    tmp_path: Path,
+    rows: int = 2,
+    tasks: int | None = None,
+    completion_tokens: int = 64,
+    **kwargs: Any,
+):
+    """A GRPOTrainer of the tiny model (or another model directory): one step of `rows` ToolUse
+    prompts (of `tasks` rows), 2 generations each."""
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
@@ -61,7 +69,7 @@ def grpo_trainer(tiny_model: Path, tmp_path: Path, rows: int = 2, tasks: int | N
         output_dir=str(tmp_path / "out"),
         per_device_train_batch_size=2 * rows,
         num_generations=2,
-        max_completion_length=64,
+        max_completion_length=completion_tokens,
         max_steps=1,
         learning_rate=1e-3,
         beta=0.0,
@@ -174,6 +182,20 @@ def test_grpo_trainer_with_environment_factory(tiny_model, tmp_path):
     assert ToolUse.__name__ == "ToolUseV0"  # TRL logs get_reward under the class name
     assert logged(trainer, "rewards/ToolUseV0/mean") == pytest.approx(sum(rewards) / 4)
     assert logged(trainer, "rewards/final_answer/mean") is None  # it scores nothing itself
+
+
+def test_the_pretrained_model_trains_under_trl(smollm2, tmp_path):
+    """`gfcr pretrained` writes a plain float32 model: TRL trains it (it refuses quantised configs)."""
+    assert "quantization_config" not in json.loads((smollm2 / "config.json").read_text())
+
+    def alternate(completions: list, **_: Any) -> list[float]:  # a reward spread in the group: a gradient
+        return [float(i % 2) for i in range(len(completions))]
+
+    trainer = grpo_trainer(smollm2, tmp_path, rows=1, completion_tokens=8, reward_funcs=[alternate])
+    before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
+    trainer.train()
+    assert trainer.state.global_step == 1
+    assert any(not p.detach().equal(before[name]) for name, p in trainer.model.named_parameters())
 
 
 # -- rollout_func --------------------------------------------------------------------------------
