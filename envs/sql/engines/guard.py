@@ -30,6 +30,7 @@ show settings or host paths, run SQL given as text, or reach other sessions or d
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import Any
 
 from sqlglot import expressions as exp
 from sqlglot.dialects.dialect import Dialect as SqlglotDialect
@@ -40,6 +41,7 @@ from gfcr.envs.sql.data.schema import Dialect
 from gfcr.errors import QueryError, UnsafeQueryError
 
 SQLGLOT_DIALECTS: dict[str, str] = {"sqlite": "sqlite", "postgresql": "postgres", "duckdb": "duckdb"}
+Node = Any  # a sqlglot tree node: its base class is `Expr` from sqlglot 30, `Expression` before
 
 _QUERIES = (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery, exp.Values)
 # The clauses of a read-only query; values, predicates and function calls are sqlglot's
@@ -150,7 +152,7 @@ def check_query(sql: str, dialect: Dialect, tables: Collection[str] | None = Non
     return sql[: tokens[-1].end + 1]
 
 
-def _check_node(node: exp.Expression, dialect: Dialect, tables: Collection[str] | None) -> None:
+def _check_node(node: Node, dialect: Dialect, tables: Collection[str] | None) -> None:
     if not isinstance(node, _ALLOWED_NODES):
         raise UnsafeQueryError(
             f"{node.key.upper()!r} is not allowed: queries may only read (SELECT), never change the "
@@ -179,7 +181,7 @@ def _function_names(node: exp.Func) -> set[str]:
     return {name.lower() for name in node.sql_names()}
 
 
-def _is_relation(node: exp.Expression) -> bool:
+def _is_relation(node: Node) -> bool:
     """Whether `node` stands where a table does: FROM f(…), JOIN f(…), LATERAL f(…)."""
     return node.arg_key == "this" and isinstance(node.parent, (exp.Table, exp.From, exp.Join, exp.Lateral))
 
@@ -204,7 +206,7 @@ def _check_table(table: exp.Table, dialect: Dialect, tables: Collection[str]) ->
     )
 
 
-def _ctes_in_scope(node: exp.Expression) -> set[str]:
+def _ctes_in_scope(node: Node) -> set[str]:
     """The WITH names `node` may refer to, lower case, scoped as the engines scope them.
 
     A WITH query sees the ones before it (and itself, under RECURSIVE): in a plain WITH, a query
