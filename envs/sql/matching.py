@@ -148,12 +148,16 @@ def _sorted_column(rows: list[Row], index: int) -> list[Any]:
     return sorted((row[index] for row in rows), key=_value_key)
 
 
-def _value_key(value: Any) -> tuple[int, Any]:
-    """A total order over normalised values: NULL, then numbers (rounded), then text, then the rest."""
+def _value_key(value: Any) -> tuple[Any, ...]:
+    """A total order over normalised values: NULL, then numbers (rounded), then text, then the rest.
+
+    Numbers that round alike are ordered by their exact value, so that both sides put them in the
+    same order: -10 (an int) and -9.999999999999998 round alike but never equal each other.
+    """
     if value is None:
         return (0, 0)
     if isinstance(value, int | float):
-        return (1, float(f"{value:.9g}") if isinstance(value, float) else value)
+        return (1, float(f"{value:.9g}") if isinstance(value, float) else value, value)
     if isinstance(value, str):
         return (2, value)
     return (3, repr(value))

@@ -75,6 +75,11 @@ def test_null_dates_times_bytes_and_booleans_are_normalised():
     assert not results_match([("1",)], [(1,)])  # text is not a number
 
 
+def test_columns_are_matched_when_numbers_round_alike_but_differ():
+    gold = [(0, "a", -10.0), (0, "a", -9.999999999999998)]  # found by the shuffle property below
+    assert results_match([(0, -9.999999999999998, "a"), (0, -10.0, "a")], gold)
+
+
 def test_empty_results_and_row_count_mismatch():
     assert results_match([], [])
     assert not results_match([(1,)], [])
