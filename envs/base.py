@@ -25,12 +25,13 @@ from typing import Any, ClassVar
 import gymnasium as gym
 
 from gfcr.core import Action, Message, Task, ToolCall, ToolSpec, parse_action
+from gfcr.core.admission import reports_waits
 from gfcr.core.tools import tool_deadline
 from gfcr.core.trajectory import Signals
 from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S, StepBudget
 from gfcr.envs.spaces import UnicodeText
 from gfcr.envs.tasks import TaskSource
-from gfcr.errors import ConfigError, GfcrError, ToolError
+from gfcr.errors import ConfigError, EpisodeError, GfcrError, ToolError
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ class TextEnv(gym.Env[str, str]):
 
     # -- the Gymnasium API -----------------------------------------------------------------------
 
+    @reports_waits  # queues for shared resources (sandbox, LLM user) waited in the call: info["wait_s"]
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
         super().reset(seed=seed)
         if options and (len(options) != 1 or "task_id" not in options):  # sets only when it may fail
@@ -139,6 +141,7 @@ class TextEnv(gym.Env[str, str]):
         }
         return prompt, info
 
+    @reports_waits
     def step(self, action: str | Action) -> tuple[str, float, bool, bool, dict]:
         if self.task is None:
             raise GfcrError("step() called before reset(); call env.reset() first")
@@ -197,6 +200,8 @@ class TextEnv(gym.Env[str, str]):
             return str(tool(**call.arguments))
         except ToolError as e:
             return f"Error: {e}"
+        except EpisodeError:  # the infrastructure failed (e.g. a sandbox queue timeout): not the model's
+            raise
         except Exception as e:  # a tool's own bug must not end the run: report it to the model
             return f"Error: {call.name} failed: {type(e).__name__}: {e}"
 

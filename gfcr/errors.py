@@ -93,6 +93,33 @@ class EpisodeError(GfcrError):
         return (_rebuild, (type(self), (self.reason, self.detail), {"retryable": self.retryable}))
 
 
+class QueueTimeoutError(EpisodeError):
+    """A call waited in a shared resource's queue past its deadline (`gfcr.core.admission`).
+
+    The resource (an env server, a sandbox pool, an LLM judge or user) was too busy: an
+    infrastructure failure of that resource, named in `reason`, never the agent's; retryable,
+    since the queue may have cleared.
+
+    >>> error = QueueTimeoutError("sandbox", 2.0, 4)
+    >>> error.reason, error.resource, error.retryable
+    ('sandbox queue timeout', 'sandbox', True)
+    >>> str(error)  # doctest: +ELLIPSIS
+    'sandbox queue timeout: waited 2.0 s for a slot (4 at once); raise its max_concurrency or ...'
+    """
+
+    def __init__(self, resource: str, waited_s: float, max_concurrency: int | None) -> None:
+        super().__init__(
+            f"{resource} queue timeout",
+            f"waited {waited_s:.1f} s for a slot ({max_concurrency} at once); raise its max_concurrency "
+            "or queue_timeout_s, or send less work at once",
+            retryable=True,
+        )
+        self.resource, self.waited_s, self.max_concurrency = resource, waited_s, max_concurrency
+
+    def __reduce__(self) -> tuple:
+        return (type(self), (self.resource, self.waited_s, self.max_concurrency))
+
+
 class MissingExtraError(GfcrError, ImportError):
     """An optional dependency is not installed; the message names the extra that installs it.
 

@@ -1,13 +1,16 @@
 """What every backend shares: limits and files checked once, results classified once, `arun`.
 
-Backends subclass `SandboxBase` (and `SessionBase`) and implement `run` and `session`; they
-report raw facts (exit code, signal, why they stopped the program, resource use) and
-`make_result` turns those into an `ExecResult` the same way for all of them.
+Backends subclass `SandboxBase` (and `SessionBase`) and implement `_run` and `session`; `run`
+admits at most the backend's concurrency of runs at once, the others queue (`queue_timeout_s`, see
+`gfcr.core.admission`: their wait is recorded as "sandbox", past the deadline they fail with a
+`QueueTimeoutError`). Backends report raw facts (exit code, signal, why they stopped the program,
+resource use) and `make_result` turns those into an `ExecResult` the same way for all of them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import signal
 from abc import ABC, abstractmethod
@@ -15,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
+from gfcr.core.admission import Admission
 from gfcr.errors import ConfigError
 from gfcr.sandboxes.base import ExecResult, Files, Limits, Session, Status
 
@@ -145,12 +149,12 @@ class SandboxBase(ABC):
 
     backend: ClassVar[str]
 
-    def __init__(self, limits: Limits | None, max_concurrency: int) -> None:
+    def __init__(self, limits: Limits | None, max_concurrency: int, queue_timeout_s: float = 60.0) -> None:
         self.limits = limits or Limits()
         self._max_concurrency = max(1, max_concurrency)
+        self.admission = Admission("sandbox", self._max_concurrency, queue_timeout_s)
         self._executor: ThreadPoolExecutor | None = None
 
-    @abstractmethod
     def run(
         self,
         code: str,
@@ -159,7 +163,16 @@ class SandboxBase(ABC):
         stdin: str = "",
         files: Files | None = None,
         limits: Limits | None = None,
-    ) -> ExecResult: ...
+    ) -> ExecResult:
+        """Run `code` once one of the backend's slots is free (see the module docstring)."""
+        with self.admission.admit():
+            return self._run(code, language=language, stdin=stdin, files=files, limits=limits)
+
+    @abstractmethod
+    def _run(
+        self, code: str, *, language: str, stdin: str, files: Files | None, limits: Limits | None
+    ) -> ExecResult:
+        """The backend's run, once admitted."""
 
     @abstractmethod
     def session(self, language: str = "python", *, limits: Limits | None = None) -> Session: ...
@@ -173,12 +186,15 @@ class SandboxBase(ABC):
         files: Files | None = None,
         limits: Limits | None = None,
     ) -> ExecResult:
-        """`run` without blocking the event loop: at most as many at once as the backend has workers."""
-        if self._executor is None:
+        """`run` without blocking the event loop, in the caller's context (its waits are recorded)."""
+        if self._executor is None:  # threads beyond the slots wait in the admission queue: measured
             self._executor = ThreadPoolExecutor(
-                self._max_concurrency, thread_name_prefix=f"gfcr-{self.backend}"
+                4 * self._max_concurrency, thread_name_prefix=f"gfcr-{self.backend}"
             )
-        call = functools.partial(self.run, code, language=language, stdin=stdin, files=files, limits=limits)
+        call = functools.partial(
+            contextvars.copy_context().run,
+            self.run, code, language=language, stdin=stdin, files=files, limits=limits,
+        )  # fmt: skip
         return await asyncio.get_running_loop().run_in_executor(self._executor, call)
 
     def close(self) -> None:

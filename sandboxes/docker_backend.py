@@ -95,8 +95,9 @@ class DockerSandbox(SandboxBase):
         image: str = DEFAULT_IMAGE,
         client: Any = None,
         modules: object = None,  # accepted for a uniform make_sandbox(); only local workers preload
+        queue_timeout_s: float = 60.0,
     ) -> None:
-        super().__init__(limits, pool_size or 2)
+        super().__init__(limits, pool_size or 2, queue_timeout_s)
         self.client = connect(client)
         self.image = image
         self.pool_size = pool_size or 2
@@ -175,7 +176,7 @@ class DockerSandbox(SandboxBase):
 
     # -- runs -------------------------------------------------------------------------------------
 
-    def run(
+    def _run(
         self,
         code: str,
         *,

@@ -24,8 +24,9 @@ _shared_lock = threading.Lock()
 def make_sandbox(backend: str = "auto", **options: Any) -> Sandbox:
     """A new sandbox of `backend` ("auto", "local", "docker", "unsafe-process").
 
-    `options` go to the backend's class: `limits`, `pool_size` and `modules` for all (only the
-    local backend preloads modules; the others accept and ignore them); `warm`, `python` for
+    `options` go to the backend's class: `limits`, `pool_size` (runs at once), `queue_timeout_s`
+    (the longest a run waits for a slot) and `modules` for all (only the local backend preloads
+    modules; the others accept and ignore them); `warm`, `python` for
     local; `image`, `client` for docker.
 
     >>> make_sandbox("local").backend

@@ -227,7 +227,8 @@ def _frame(payload: bytes) -> bytes:
 class LocalSandbox(SandboxBase):
     """Runs code in bubblewrap workers; see the module docstring.
 
-    `pool_size` workers run at once (default: twice the number of CPUs); `warm=False` starts a fresh
+    `pool_size` workers run at once (default: twice the number of CPUs; more runs queue for up to
+    `queue_timeout_s`, then fail with `QueueTimeoutError`); `warm=False` starts a fresh
     worker for every run (for comparison); `python` is the interpreter inside (default
     /usr/bin/python3), whose standard library and site packages the code can import;
     `modules` (name -> file of a standard-library-only module) are imported by every warm
@@ -244,12 +245,13 @@ class LocalSandbox(SandboxBase):
         warm: bool = True,
         python: str | None = None,
         modules: Mapping[str, str | Path] | None = None,
+        queue_timeout_s: float = 60.0,
     ) -> None:
         check_local_backend()
         size = pool_size or 2 * (os.cpu_count() or 1)  # jobs also wait (pipes, the host): 2 per core
         if size < 1:
             raise ConfigError(f"pool_size must be >= 1, got {pool_size}")
-        super().__init__(limits, size)
+        super().__init__(limits, size, queue_timeout_s)
         self.warm = warm
         self.python = python or default_python()
         self.modules = dict(modules or {})
@@ -257,7 +259,7 @@ class LocalSandbox(SandboxBase):
         self._sessions: weakref.WeakSet[LocalSession] = weakref.WeakSet()
         _open_sandboxes.add(self)
 
-    def run(
+    def _run(
         self,
         code: str,
         *,

@@ -51,12 +51,13 @@ class UnsafeProcessSandbox(SandboxBase):
         pool_size: int | None = None,
         python: str | None = None,
         modules: object = None,  # accepted for a uniform make_sandbox(); only local workers preload
+        queue_timeout_s: float = 60.0,
     ) -> None:
         warnings.warn(WARNING, RuntimeWarning, stacklevel=3)
-        super().__init__(limits, pool_size or os.cpu_count() or 2)
+        super().__init__(limits, pool_size or os.cpu_count() or 2, queue_timeout_s)
         self.python = python or sys.executable
 
-    def run(
+    def _run(
         self,
         code: str,
         *,

@@ -20,6 +20,7 @@ soft overlong punishment (eq. 13), added to each episode's task reward before th
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ import numpy as np
 from gfcr.agents import Runner
 from gfcr.control import DynamicSampling, EarlyStopping, RolloutController, RunFn
 from gfcr.core import EpisodeSpec, Policy, ReplaySink, Trajectory
+from gfcr.core.admission import RESOURCES, add_waits
 from gfcr.filter import overlong_penalty
 from gfcr.filter.indicators import batch_indicators, zero_variance
 from gfcr.filter.signals import response_length
@@ -183,7 +185,8 @@ class Rollouts:
 
 def rollout_metrics(step: StepRollout, penalty: OverlongPenalty | None = None) -> dict[str, float]:
     """Reward, spread and length statistics of one step: of every episode generated (dropped
-    groups included), and of the groups trained on, with the rewards their advantages use."""
+    groups included), and of the groups trained on, with the rewards their advantages use; and the
+    seconds its episodes queued for each shared resource, summed (`rollout/wait_s/sandbox`, …)."""
     generated = step.generated
     rewards = np.array([t.total_reward for t in generated if t.status == "ok"] or [0.0])
     zero_std = [zero_variance([t.total_reward for t in g]) for g in group_by_task(generated).values()]
@@ -205,6 +208,8 @@ def rollout_metrics(step: StepRollout, penalty: OverlongPenalty | None = None) -
         "rollout/turns_mean": float(np.mean(turns)) if turns else 0.0,
         "rollout/completion_tokens_mean": float(np.mean(lengths)) if lengths else 0.0,
     }
+    waits = functools.reduce(add_waits, (t.cost.wait_s for t in generated), dict.fromkeys(RESOURCES, 0.0))
+    metrics |= {f"rollout/wait_s/{resource}": seconds for resource, seconds in waits.items()}  # summed
     if penalty is not None:
         penalties = [penalty.penalty(t) for g in step.groups.values() for t in g]
         metrics["rollout/overlong_penalty_mean"] = float(np.mean(penalties)) if penalties else 0.0

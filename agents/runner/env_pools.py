@@ -106,6 +106,8 @@ class ThreadEnvPool:
                 raise EpisodeError("env timeout", f"{function.__name__} took over {self._timeout_s} s")
         try:
             return future.result()
+        except EpisodeError:  # a failure the env named itself (e.g. a sandbox queue timeout): keep its reason
+            raise
         except Exception as e:
             raise EpisodeError("env error", describe(e)) from e
 
@@ -237,6 +239,8 @@ class ProcessEnvPool(RemoteEnvPool):
             raise EpisodeError(
                 "env worker died", f"exit code {process.exitcode} during {method}", retryable=True
             )
+        if outcome[0] == "failed":  # an EpisodeError the env raised, with its own reason
+            raise outcome[1]
         raise EpisodeError("env error", outcome[1])
 
     def _kill(self, worker: Any) -> None:
@@ -251,7 +255,8 @@ class ProcessEnvPool(RemoteEnvPool):
 
 
 def _roundtrip(connection: Connection, message: tuple, timeout_s: float) -> tuple[str, Any]:
-    """Send one call to a worker and wait for its answer: ("ok" | "error" | "timeout" | "died", value)."""
+    """Send one call to a worker and wait for its answer: (kind, value), kind one of "ok", "failed" (an
+    `EpisodeError` of the env's), "error", "timeout", "died"."""
     try:
         connection.send(message)
         if not connection.poll(timeout_s):
@@ -272,6 +277,8 @@ def _serve(connection: Connection) -> None:
             break
         try:
             connection.send(("ok", getattr(host, method)(*args)))
+        except EpisodeError as e:
+            connection.send(("failed", e))
         except Exception as e:
             connection.send(("error", describe(e)))
     host.close()

@@ -18,6 +18,7 @@ from functools import cache
 from typing import Any, cast
 
 from gfcr.core import Action, Message, Provenance, Step, TokenData, Trajectory
+from gfcr.core.admission import add_waits
 from gfcr.core.policy import Completion, Policy, Request, SamplingParams, TokenPolicy
 
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
@@ -65,6 +66,7 @@ class Episode:
             messages=self.messages,
             provenance=Provenance(policy.name, policy.version, seed),
         )
+        self.trajectory.cost.wait_s = add_waits(None, info.get("wait_s"))  # queued in the reset
         if trajectory_id is not None:
             self.trajectory.id = trajectory_id
         self._tokens = cast(TokenPolicy, policy) if keeps_tokens(cast(Hashable, type(policy))) else None
@@ -107,6 +109,7 @@ class Episode:
         trajectory = self.trajectory
         trajectory.cost.policy_s += policy_s
         trajectory.cost.env_s += env_s
+        trajectory.cost.wait_s = add_waits(trajectory.cost.wait_s, info.get("wait_s"))
         trajectory.cost.tokens_in += completion.prompt_tokens
         trajectory.cost.tokens_out += completion.completion_tokens or len(completion.completion_ids or ())
         self.actions.append(self.action(completion))

@@ -8,6 +8,7 @@ ignored. Either way the solution can only pass a test by computing what the test
 
 from __future__ import annotations
 
+import contextvars
 import json
 import secrets
 from concurrent.futures import ThreadPoolExecutor
@@ -135,7 +136,12 @@ def grade_io(
     if not cases:
         return GradingReport(0, 0, "ok", ("this task has no tests of this kind",))
     with ThreadPoolExecutor(min(len(cases), MAX_PARALLEL_CASES)) as pool:
-        results = list(pool.map(lambda case: sandbox.run(code, stdin=case.input, limits=limits), cases))
+        # each case in a copy of this context, so its sandbox queueing counts in the env step's waits
+        runs = [
+            pool.submit(contextvars.copy_context().run, sandbox.run, code, stdin=case.input, limits=limits)
+            for case in cases
+        ]
+        results = [run.result() for run in runs]
     failures, passed = [], 0
     for number, (case, result) in enumerate(zip(cases, results, strict=True), 1):
         if result.ok and same_output(result.stdout, case.output):

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from gfcr.core import Action, Message, Task, ToolCall  # noqa: F401  (ToolCall: in the doctest)
+from gfcr.core.admission import AdmissionConfig
+from gfcr.core.config import from_dict
 from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S
 from gfcr.envs.dialogue.data import load_domain, task_source
@@ -58,7 +60,9 @@ class DialogueEnv(TextEnv):
     """Customer-service dialogues with a simulated user and a verifiable goal.
 
     `user` is "scripted" (deterministic, free), a policy spec such as "hf:runs/tiny-model" or a
-    policy object (an LLM user over it), or any `UserSimulator`.
+    policy object (an LLM user over it), or any `UserSimulator`. `user_admission` (a table of
+    `gfcr.core.admission.AdmissionConfig`'s settings, e.g. `{"max_concurrency": 4}`) bounds the LLM
+    user's calls at once over every env of the process; their queueing shows in `info["wait_s"]["user"]`.
 
     >>> env = DialogueEnv(domain="retail")
     >>> obs, info = env.reset(options={"task_id": "retail/108"})
@@ -92,6 +96,7 @@ class DialogueEnv(TextEnv):
         user: str | Any = "scripted",
         user_temperature: float = 0.0,
         user_cache: str | None = None,
+        user_admission: AdmissionConfig | dict[str, Any] | None = None,
         max_stalls: int = 3,
         max_turns: int = 60,
         system_prompt: str | None = None,
@@ -112,7 +117,14 @@ class DialogueEnv(TextEnv):
             step_time_s=step_time_s,
             render_mode=render_mode,
         )
-        self.user = _make_user(user, max_stalls=max_stalls, temperature=user_temperature, cache=user_cache)
+        admission = (
+            from_dict(AdmissionConfig, user_admission, "user_admission")
+            if isinstance(user_admission, dict)
+            else user_admission
+        )
+        self.user = _make_user(
+            user, max_stalls=max_stalls, temperature=user_temperature, cache=user_cache, admission=admission
+        )
         self.custom_system_prompt = system_prompt
         self.db: Database | None = None
 
@@ -220,7 +232,14 @@ class DialogueEnv(TextEnv):
         return oracle_action(task, messages)
 
 
-def _make_user(user: str | Any, *, max_stalls: int, temperature: float, cache: str | None) -> UserSimulator:
+def _make_user(
+    user: str | Any,
+    *,
+    max_stalls: int,
+    temperature: float,
+    cache: str | None,
+    admission: AdmissionConfig | None,
+) -> UserSimulator:
     if user == "scripted":
         return ScriptedUser(max_stalls=max_stalls)
     if isinstance(user, UserSimulator):
@@ -230,4 +249,4 @@ def _make_user(user: str | Any, *, max_stalls: int, temperature: float, cache: s
             f"user must be 'scripted', a policy spec such as 'hf:runs/tiny-model', a policy or a "
             f"UserSimulator; got {user!r}"
         )
-    return LLMUser(user, temperature=temperature, cache_path=cache)
+    return LLMUser(user, temperature=temperature, cache_path=cache, admission=admission)

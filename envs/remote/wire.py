@@ -83,9 +83,13 @@ def decode_task(data: Mapping[str, Any]) -> Task:
     )
 
 
-def encode_error(error: BaseException) -> dict[str, str]:
-    """A failure as `{"type": class name, "message": text}`."""
-    return {"type": type(error).__name__, "message": str(error)}
+def encode_error(error: BaseException) -> dict[str, Any]:
+    """A failure as `{"type": class name, "message": text}`; an `EpisodeError` (an infrastructure
+    failure such as a queue timeout) adds its `reason`, `detail` and `retryable`."""
+    encoded: dict[str, Any] = {"type": type(error).__name__, "message": str(error)}
+    if isinstance(error, errors.EpisodeError):
+        encoded |= {"reason": error.reason, "detail": error.detail, "retryable": error.retryable}
+    return encoded
 
 
 def decode_error(data: Mapping[str, Any], where: str) -> errors.GfcrError:
@@ -95,9 +99,17 @@ def decode_error(data: Mapping[str, Any], where: str) -> errors.GfcrError:
     'bad split'
     >>> type(decode_error({"type": "ZeroDivisionError", "message": "x"}, "http://h:1")).__name__
     'GfcrError'
+    >>> queued = encode_error(errors.QueueTimeoutError("env_server", 5.0, 2))
+    >>> decode_error(queued, "http://h:1").reason
+    'env_server queue timeout'
     """
     cls = getattr(errors, str(data.get("type")), None)
     message = str(data.get("message", ""))
+    if isinstance(cls, type) and issubclass(cls, errors.EpisodeError) and "reason" in data:
+        # rebuilt as the base class: what the runner reads (reason, retryable) comes whole
+        detail = str(data.get("detail", message))
+        retryable = bool(data.get("retryable"))
+        return errors.EpisodeError(str(data["reason"]), detail, retryable=retryable)
     if isinstance(cls, type) and issubclass(cls, errors.GfcrError):
         error = cls.__new__(cls)
         Exception.__init__(error, message)

@@ -34,6 +34,7 @@ from rich.table import Table
 import gfcr
 from gfcr.agents import RunnerConfig
 from gfcr.apps.options import config_options
+from gfcr.core.admission import AdmissionConfig
 from gfcr.errors import ConfigError, GfcrError, needs_extra
 
 app = typer.Typer(help="gfcr: Gymnasium environments for agentic LLM rollouts.", no_args_is_help=True)
@@ -234,6 +235,7 @@ def bench(
     """Benchmark agents on a suite: pass@1, pass@k, pass^k, reward, tokens, time, failures; and a report."""
     from gfcr.apps.bench.bench import BenchConfig
     from gfcr.apps.bench.bench import bench as run_bench
+    from gfcr.apps.bench.metrics import describe_waits
     from gfcr.apps.bench.report import write_report
 
     try:
@@ -262,6 +264,9 @@ def bench(
         raise typer.Exit(2) from e
     scores, reasons = _bench_tables(result, max(k, result.k))
     console.print(scores, *([reasons] if reasons.row_count else []))  # no table when all were solved
+    for r in result.agents:
+        if r.overall.wait_s:  # queued for env servers, sandboxes, judges or users: by whom, in all
+            console.print(f"{r.agent} waited for: {describe_waits(r.overall.wait_s)}", soft_wrap=True)
     console.print(
         f"suite {result.suite} v{result.suite_version} · fingerprint {result.fingerprint}", soft_wrap=True
     )
@@ -560,6 +565,7 @@ def serve(
 
 
 @app.command("serve-env")
+@config_options(AdmissionConfig, param="admission", panel="Admission (env calls at once, over all sessions)")
 def serve_env(
     env_id: Annotated[str, typer.Argument(help="Env id to serve, e.g. gfcr/Math-v0 (see `gfcr list`).")],
     env_args: EnvArgs = None,
@@ -576,6 +582,8 @@ def serve_env(
         typer.Option(envvar="GFCR_SERVE_TOKEN", help="Bearer token clients must send (default: none)."),
     ] = None,
     max_request_bytes: Annotated[int, typer.Option(help="Largest request or WebSocket message.")] = 1 << 20,
+    *,
+    admission: AdmissionConfig,
 ) -> None:
     """Serve an env over the OpenEnv protocol (HTTP and WebSocket; openenv's clients, TRL, gfcr/Remote-v0)."""
     try:
@@ -594,6 +602,7 @@ def serve_env(
             idle_timeout_s=idle_timeout or None,
             token=token,
             max_request_bytes=max_request_bytes,
+            admission=admission,
             **kwargs,
         )
     except GfcrError as e:
@@ -605,7 +614,8 @@ def _bench_tables(result: Any, k: int) -> tuple[Table, Table]:
     """The scores of each agent, and its episodes not solved by reason (a BenchResult's)."""
     scores = Table(title=f"gfcr bench · {result.suite} · k={k}", title_justify="left", box=box.SIMPLE_HEAD)
     per_k = [f"pass@{k}", f"pass^{k}"] if k > 1 else []  # with k=1 both equal pass@1
-    columns = ["agent", "episodes", "pass@1", *per_k, "reward", "tok/ep", "policy s/ep", "env s/ep"]
+    seconds = ["policy s/ep", "env s/ep", "wait s/ep"]  # wait: the part of env s queued for shared resources
+    columns = ["agent", "episodes", "pass@1", *per_k, "reward", "tok/ep", *seconds]
     widest = max((len(r.agent) for r in result.agents), default=5)
     scores.add_column("agent", min_width=min(widest, 30), overflow="fold")
     for column in columns[1:]:
@@ -616,7 +626,7 @@ def _bench_tables(result: Any, k: int) -> tuple[Table, Table]:
     for r in result.agents:
         s = r.overall
         values = [s.pass_at_1, *([s.pass_at.get(k, 0), s.pass_hat.get(k, 0)] if k > 1 else []), s.mean_reward]
-        per_episode = [s.policy_s / max(s.episodes, 1), s.env_s / max(s.episodes, 1)]  # means, not totals
+        per_episode = [s.policy_s / max(s.episodes, 1), s.env_s / max(s.episodes, 1), s.wait_s_per_episode]
         scores.add_row(r.agent, str(s.episodes), *(f"{v:.3f}" for v in values), f"{s.mean_tokens_out:.0f}",
                        *(f"{v:.3f}" for v in per_episode))  # fmt: skip
         for outcome, count in s.outcomes.items():

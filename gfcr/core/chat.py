@@ -4,7 +4,10 @@ Components that need a model's words rather than a trajectory (an LLM judge, a s
 talk to a `ChatModel`. `PolicyChat` makes one from any `Policy` — or from a policy spec such as
 `"openai:judge@http://127.0.0.1:8000/v1"`, which `gfcr.registry.make_policy` builds by name, the
 way env ids are — and caches replies by policy, sampling parameters and conversation: in memory,
-and in a SQLite file when `cache_path` is given, so a rerun asks the model nothing twice.
+and in a SQLite file when `cache_path` is given, so a rerun asks the model nothing twice. Calls
+that reach the model pass its admission gate (`admission`: how many at once, how long one may
+queue; shared by every `PolicyChat` of the same model and settings in the process), and the
+seconds they queued are recorded as the `resource` ("judge" or "user", see `gfcr.core.admission`).
 
 >>> chat = PolicyChat("scripted:random")
 >>> reply = chat([Message("user", "Grade this.")], seed=1)
@@ -22,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from gfcr.core.admission import AdmissionConfig
 from gfcr.core.messages import Message
 from gfcr.core.policy import Policy, Request, SamplingParams
 from gfcr.errors import ConfigError
@@ -38,7 +42,8 @@ class PolicyChat:
     """`policy` (a `Policy` or a spec) as a cached `ChatModel`; greedy unless `temperature` > 0.
 
     `seed`, per call, makes a sampled reply reproducible and is part of the cache key; `name` is
-    what error messages call the policy (e.g. the env keyword it came from).
+    what error messages call the policy (e.g. the env keyword it came from); `resource` and
+    `admission` name and bound the model's queue (see the module docstring).
     """
 
     def __init__(
@@ -49,6 +54,8 @@ class PolicyChat:
         max_tokens: int = 1024,
         cache_path: str | Path | None = None,
         name: str = "policy",
+        resource: str = "judge",
+        admission: AdmissionConfig | None = None,
     ) -> None:
         resolved: Policy = make_policy(policy) if isinstance(policy, str) else policy
         if not callable(getattr(resolved, "generate", None)):
@@ -57,6 +64,7 @@ class PolicyChat:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.cache = ReplyCache(cache_path)
+        self.gate = (admission or AdmissionConfig()).shared_gate(resource, self.identity)
 
     @property
     def identity(self) -> str:
@@ -71,7 +79,8 @@ class PolicyChat:
         key = hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
         text = self.cache.get(key)
         if text is None:
-            text = self.policy.generate([Request(tuple(messages), (), sampling)])[0].text
+            with self.gate.admit():
+                text = self.policy.generate([Request(tuple(messages), (), sampling)])[0].text
             self.cache.put(key, text)
         return text
 

@@ -69,6 +69,10 @@ class Cost:
     `wall_s` is the episode's wall-clock seconds from its reset to its end: beside `policy_s` and
     `env_s` it shows the time spent waiting (for a runner slot, a worker); None where the writer
     did not record it (trajectories from before it existed).
+
+    `wait_s` is the part of `env_s` the episode spent queued for shared resources, by resource:
+    "env_server", "sandbox", "judge", "user" (see `gfcr.core.admission`); {} when it queued for
+    none (and in trajectories from before it existed).
     """
 
     tokens_in: int = 0
@@ -76,6 +80,7 @@ class Cost:
     policy_s: float = 0.0
     env_s: float = 0.0
     wall_s: float | None = None
+    wait_s: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gfcr.core import Message, Task, Trajectory
+from gfcr.core.admission import AdmissionConfig
 from gfcr.core.chat import ChatModel, PolicyChat
 from gfcr.core.verdict import Verdict
 from gfcr.errors import ConfigError
@@ -38,7 +39,10 @@ class LLMJudge:
     `cache` maps a hash of the judge's prompt (and of the model's spec, or policy name and
     version) to its score; pass a persistent mapping (e.g.
     `shelve.open(path)`) to keep scores across runs. A reply without a readable `SCORE:` line
-    scores 0.0 with the signal `judge_unparsed`.
+    scores 0.0 with the signal `judge_unparsed`. `admission` bounds the calls to the model at once
+    (every judge of the same model and settings in the process shares one queue); the seconds a
+    verdict queued are recorded as "judge" (`gfcr.core.admission`), and a verdict that queues past
+    `queue_timeout_s` raises `QueueTimeoutError`: the judge failed, not the agent.
 
     >>> calls = []
     >>> def model(messages):
@@ -58,6 +62,7 @@ class LLMJudge:
     include_gold: bool = True  # show the task's gold data as the reference answer
     pass_at: float = 0.5
     cache: MutableMapping[str, float] = field(default_factory=dict)
+    admission: AdmissionConfig = field(default_factory=AdmissionConfig)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.pass_at <= 1.0:
@@ -74,6 +79,7 @@ class LLMJudge:
         if not callable(model):
             raise ConfigError(f"model must be a chat model, a policy or a policy spec, got {model!r}")
         self._chat: ChatModel = model
+        self._gate = self.admission.shared_gate("judge", self._identity)
         self._lock = threading.Lock()
 
     def verify(self, task: Task, trajectory: Trajectory) -> Verdict:
@@ -84,7 +90,9 @@ class LLMJudge:
             cached = self.cache.get(key)
         if cached is not None:
             return self._verdict(cached)
-        scores = _SCORE.findall(self._chat(messages))  # the last SCORE line counts
+        with self._gate.admit():
+            reply = self._chat(messages)
+        scores = _SCORE.findall(reply)  # the last SCORE line counts
         if not scores:
             return Verdict(0.0, False, {"judge_score": 0.0, "judge_unparsed": True})
         score = min(1.0, float(scores[-1]))

@@ -43,8 +43,9 @@ from pydantic import Field
 from gfcr.apps.guard import Guard
 from gfcr.core import Action as GfcrAction
 from gfcr.core import ToolCall
+from gfcr.core.admission import Admission, AdmissionConfig, add_waits
 from gfcr.envs.remote.wire import encode_error, encode_info, jsonable
-from gfcr.errors import ConfigError, UnknownNameError
+from gfcr.errors import ConfigError, QueueTimeoutError, UnknownNameError
 from gfcr.registry import env_class, list_envs
 from gfcr.version import __version__
 
@@ -78,6 +79,8 @@ class ServedEnv:
     env_id: str
     kwargs: dict[str, Any] = field(default_factory=dict)
     sessions_started: int = 0
+    # env calls (resets, steps) at once over every session; more queue (`gfcr serve-env --max-concurrency`)
+    admission: Admission = field(default_factory=lambda: Admission("env_server"))
     _catalog: gym.Env | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -112,6 +115,7 @@ class ServedEnv:
             "signal_defaults": jsonable(signal_defaults),
             "gfcr_version": __version__,
             "sessions_started": self.sessions_started,
+            "admission": self.admission.describe(),
         }
 
 
@@ -140,6 +144,9 @@ class GymSession(Environment):
         self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None, **_: Any
     ) -> Observation:
         """Reset to `task_id` (or the task `seed` picks); a failure comes back as `metadata["error"]`."""
+        return self._admitted(self._reset, seed, episode_id, task_id)
+
+    def _reset(self, seed: int | None, episode_id: str | None, task_id: str | None) -> Observation:
         try:
             observation, info = self.env.reset(
                 seed=seed, options={"task_id": task_id} if task_id is not None else None
@@ -213,7 +220,23 @@ class GymSession(Environment):
 
     # -- helpers -----------------------------------------------------------------------------------
 
+    def _admitted(self, call: Any, *args: Any) -> Observation:
+        """`call(*args)` once the server's admission lets it run; the seconds it queued are added to
+        the answer's `metadata["wait_s"]["env_server"]`, and a queue timeout is the answer's error."""
+        try:
+            with self.served.admission.admit() as waited:
+                observation = call(*args)  # it answers its own failures: only the queue's come here
+        except QueueTimeoutError as e:
+            waited = e.waited_s
+            observation = TextObservation(text=str(e), done=True, metadata=self._facts(error=encode_error(e)))
+        waits = add_waits(observation.metadata.get("wait_s"), {"env_server": waited})
+        observation.metadata["wait_s"] = waits
+        return observation
+
     def _step(self, action: str | GfcrAction) -> Observation:
+        return self._admitted(self._run_step, action)
+
+    def _run_step(self, action: str | GfcrAction) -> Observation:
         try:
             observation, reward, terminated, truncated, info = self.env.step(action)
         except Exception as e:  # e.g. a step before reset: the client raises the same error
@@ -299,15 +322,22 @@ def create_app(
     idle_timeout_s: float | None = 600.0,
     token: str | None = None,
     max_request_bytes: int = 1 << 20,
+    admission: AdmissionConfig | None = None,
 ) -> Any:
-    """The ASGI app serving `env_id` (made with `env_kwargs`) over the OpenEnv protocol."""
+    """The ASGI app serving `env_id` (made with `env_kwargs`) over the OpenEnv protocol.
+
+    `admission` bounds the env calls (resets and steps) running at once over all sessions: more
+    wait in a queue, each answer says how long in `metadata["wait_s"]["env_server"]`, and one
+    that waits past `queue_timeout_s` fails as "env_server queue timeout" (not the agent's).
+    """
     if env_id not in gym.registry:
         raise UnknownNameError("env id", env_id, list_envs(), hint="see `gfcr list`")
     if max_sessions < 1 or max_request_bytes < 1024:
         raise ConfigError(
             f"need max_sessions >= 1 and max_request_bytes >= 1024, got {max_sessions}, {max_request_bytes}"
         )
-    served = ServedEnv(env_id, dict(env_kwargs or {}))
+    gate = (admission or AdmissionConfig()).gate("env_server")
+    served = ServedEnv(env_id, dict(env_kwargs or {}), admission=gate)
     served.make().close()  # bad kwargs fail here, with the env's own message, not in the first session
     concurrency = ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout_s)
     app: FastAPI = create_fastapi_app(
@@ -331,6 +361,7 @@ def serve_env(
     idle_timeout_s: float | None = 600.0,
     token: str | None = None,
     max_request_bytes: int = 1 << 20,
+    admission: AdmissionConfig | None = None,
     log_level: str = "warning",
     **env_kwargs: Any,
 ) -> None:
@@ -348,5 +379,6 @@ def serve_env(
         idle_timeout_s=idle_timeout_s,
         token=token,
         max_request_bytes=max_request_bytes,
+        admission=admission,
     )
     uvicorn.run(app, host=host, port=port, log_level=log_level, ws_max_size=max_request_bytes)

@@ -11,7 +11,8 @@ agent's messages are its "user" turns). It ends the call with tau2-bench's token
 - an id (user id, email, order, reservation, payment method) that neither the scenario nor the
   agent mentioned is an invented fact (flag `invented_fact`, a simulator failure);
 - a policy that fails or answers nothing, and `###OUT-OF-SCOPE###`, end the episode as simulator
-  failures (`user_error`, `out_of_scope`), not agent failures.
+  failures (`user_error`, `out_of_scope`), not agent failures; a reply that queued past the
+  user's `admission` deadline fails the episode itself ("user queue timeout", `QueueTimeoutError`).
 
 Replies are cached by policy, sampling parameters and conversation (`gfcr.core.PolicyChat`): in
 memory, and in a SQLite file if `cache_path` is given, so a rerun with the same seed asks the
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from gfcr.core import Message, Task
+from gfcr.core.admission import AdmissionConfig
 from gfcr.core.chat import PolicyChat
 from gfcr.core.messages import Role
 from gfcr.envs.dialogue.users.base import (
@@ -40,7 +42,7 @@ from gfcr.envs.dialogue.users.base import (
     asks_for_confirmation,
 )
 from gfcr.envs.tau2_data import tau2_path
-from gfcr.errors import GfcrError
+from gfcr.errors import EpisodeError, GfcrError
 
 _IDS = re.compile(
     r"\b[a-z]+_[a-z]+_\d{4}\b|#?\bW\d{7}\b|[\w.+-]+@[\w-]+\.[\w.]+"
@@ -70,10 +72,12 @@ class LLMUser:
         temperature: float = 0.0,
         max_tokens: int = 512,
         cache_path: str | Path | None = None,
+        admission: AdmissionConfig | None = None,
     ) -> None:
         self.chat = PolicyChat(
-            policy, temperature=temperature, max_tokens=max_tokens, cache_path=cache_path, name="user_policy"
-        )
+            policy, temperature=temperature, max_tokens=max_tokens, cache_path=cache_path, name="user_policy",
+            resource="user", admission=admission,
+        )  # fmt: skip
         self._system = ""
         self._scenario_text = ""
         self._seed: int | None = None
@@ -107,6 +111,8 @@ class LLMUser:
         ]
         try:
             text = self.chat(view, seed=None if self._seed is None else self._seed + len(view))
+        except EpisodeError:  # the user's queue timed out: the infrastructure failed, the episode with it
+            raise
         except Exception as e:  # the simulator's failure, not the agent's: flag it, never raise
             return UserTurn(
                 f"[the user simulator failed: {type(e).__name__}: {e}]", "error", frozenset({"user_error"})

@@ -15,6 +15,7 @@ infrastructure failed counts as unsolved and is listed under its failure reason.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -23,6 +24,7 @@ from typing import Any
 
 from gfcr.agents.runner.episode import solved
 from gfcr.core import Trajectory
+from gfcr.core.admission import add_waits
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -58,14 +60,30 @@ class Scores:
     mean_tokens_out: float = 0.0
     policy_s: float = 0.0  # seconds in the policy, summed over episodes (a total, not a mean)
     env_s: float = 0.0  # seconds in the env, summed over episodes
+    wait_s: dict[str, float] = field(default_factory=dict)  # of env_s, queued per resource, summed
     outcomes: dict[str, int] = field(default_factory=dict)  # solved, unsolved, truncated, failure reasons
 
     @property
     def pass_at_1(self) -> float:
         return self.pass_at.get(1, 0.0)
 
+    @property
+    def wait_s_per_episode(self) -> float:
+        """Seconds an episode queued for shared resources (all of them), on average."""
+        return sum(self.wait_s.values()) / max(self.episodes, 1)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def describe_waits(wait_s: Mapping[str, float]) -> str:
+    """Queueing by resource, longest first, as one line of text.
+
+    >>> describe_waits({"sandbox": 0.25, "env_server": 3.0})
+    'env_server 3.000 s, sandbox 0.250 s'
+    """
+    return ", ".join(f"{resource} {seconds:.3f} s" for resource, seconds in
+                     sorted(wait_s.items(), key=lambda item: -item[1]))  # fmt: skip
 
 
 def score(by_task: Mapping[Any, Sequence[Trajectory]], k: int = 1) -> Scores:
@@ -80,6 +98,7 @@ def score(by_task: Mapping[Any, Sequence[Trajectory]], k: int = 1) -> Scores:
         mean_tokens_out=sum(t.cost.tokens_out for t in everything) / episodes,
         policy_s=sum(t.cost.policy_s for t in everything),
         env_s=sum(t.cost.env_s for t in everything),
+        wait_s=functools.reduce(add_waits, (t.cost.wait_s for t in everything), {}),
         outcomes=dict(Counter(outcome(t) for t in everything).most_common()),
     )
     counts = [(len(samples), sum(solved(t) for t in samples)) for samples in by_task.values()]

@@ -48,6 +48,7 @@ def write_report(config: BenchConfig, bench: BenchResult) -> Path:
         agents=agents,
         plots=_plots(max(config.k, bench.k), results, outcome_names),
         outcome_names=outcome_names,
+        wait_resources=sorted({w for r in results for w in r.overall.wait_s}),
         style=templates.STYLE,
         criteria=bench_criteria_html(criteria),
     )
@@ -118,11 +119,12 @@ def _plots(k: int, results: Sequence[AgentResult], outcome_names: list[str]) -> 
     plots.append(
         svg.bar_chart(
             "mean seconds per episode",
-            ["policy", "env"],
+            ["policy", "env", "env: queued"],
             {
                 r.agent: [
                     r.overall.policy_s / max(r.overall.episodes, 1),
                     r.overall.env_s / max(r.overall.episodes, 1),
+                    r.overall.wait_s_per_episode,
                 ]
                 for r in results
             },

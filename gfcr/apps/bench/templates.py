@@ -26,7 +26,7 @@ INDEX = """<!doctype html>
 <table id="summary">
 <tr><th>agent</th><th>episodes</th><th>pass@1</th><th>pass@{{ k }}</th><th>pass^{{ k }}</th><th>mean reward</th>
 <th>tokens in / ep</th><th>tokens out / ep</th><th>policy s, total</th><th>env s, total</th><th>failed</th><th>episodes</th>
-<th>policy s / ep</th><th>env s / ep</th></tr>
+<th>policy s / ep</th><th>env s / ep</th><th>wait s / ep</th></tr>
 {% for a in agents %}<tr>
 <td>{{ a.agent }}</td><td>{{ a.overall.episodes }}</td><td>{{ "%.3f"|format(a.overall.pass_at_1) }}</td>
 <td>{{ "%.3f"|format(a.overall.pass_at.get(k, 0)) }}</td><td>{{ "%.3f"|format(a.overall.pass_hat.get(k, 0)) }}</td>
@@ -34,8 +34,15 @@ INDEX = """<!doctype html>
 <td>{{ "%.0f"|format(a.overall.mean_tokens_out) }}</td><td>{{ "%.2f"|format(a.overall.policy_s) }}</td>
 <td>{{ "%.2f"|format(a.overall.env_s) }}</td><td>{{ a.failed }}</td>
 <td><a href="episodes/{{ a.slug }}/index.html">read episodes</a></td>
-<td>{{ "%.3f"|format(a.overall.policy_s / [a.overall.episodes, 1]|max) }}</td><td>{{ "%.3f"|format(a.overall.env_s / [a.overall.episodes, 1]|max) }}</td></tr>
+<td>{{ "%.3f"|format(a.overall.policy_s / [a.overall.episodes, 1]|max) }}</td><td>{{ "%.3f"|format(a.overall.env_s / [a.overall.episodes, 1]|max) }}</td>
+<td>{{ "%.3f"|format(a.overall.wait_s_per_episode) }}</td></tr>
 {% endfor %}</table>
+{% if wait_resources %}<h2>Waiting for shared resources</h2>
+<p>Seconds the episodes queued (part of env s) for env servers, sandboxes, LLM judges and users, in all and per episode.</p>
+<table id="waiting"><tr><th>agent</th>{% for w in wait_resources %}<th>{{ w }} s</th><th>{{ w }} s / ep</th>{% endfor %}</tr>
+{% for a in agents %}<tr><td>{{ a.agent }}</td>{% for w in wait_resources %}<td>{{ "%.3f"|format(a.overall.wait_s.get(w, 0)) }}</td>
+<td>{{ "%.3f"|format(a.overall.wait_s.get(w, 0) / [a.overall.episodes, 1]|max) }}</td>{% endfor %}</tr>
+{% endfor %}</table>{% endif %}
 <h2>Plots</h2>
 {% for plot in plots %}<figure>{{ plot|safe }}</figure>{% endfor %}
 <h2>By env configuration</h2>
@@ -80,7 +87,7 @@ EPISODE = """<!doctype html>
 <tr><td>total reward</td><td class="text">{{ "%.3f"|format(t.total_reward) }}</td></tr>
 {% if t.failure %}<tr><td>failure</td><td class="text"><pre>{{ t.failure }}</pre></td></tr>{% endif %}
 <tr><td>cost</td><td class="text">{{ t.cost.tokens_in }} tokens in, {{ t.cost.tokens_out }} out;
-policy {{ "%.3f"|format(t.cost.policy_s) }} s, env {{ "%.3f"|format(t.cost.env_s) }} s</td></tr>
+policy {{ "%.3f"|format(t.cost.policy_s) }} s, env {{ "%.3f"|format(t.cost.env_s) }} s{% for w, seconds in t.cost.wait_s.items() %}{% if loop.first %} (queued: {% endif %}{{ w }} {{ "%.3f"|format(seconds) }} s{% if loop.last %}){% else %}, {% endif %}{% endfor %}</td></tr>
 {% if t.tokens %}<tr><td>token data</td><td class="text">{{ t.tokens.prompt_ids|length }} prompt ids,
 {{ t.tokens.completion_ids|length }} completion ids ({{ t.tokens.loss_mask|sum }} with loss)</td></tr>{% endif %}
 <tr><td>trajectory id</td><td class="text">{{ t.id }}</td></tr>
