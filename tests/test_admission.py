@@ -95,8 +95,8 @@ def test_the_second_caller_queues_until_the_first_leaves_and_its_wait_is_recorde
     assert inside.wait(30)
     queued, out = in_thread(second)
     wait_until(lambda: gate.waiting == 1)
-    assert gate.describe() | {"queue_timeout_s": None} == {
-        "resource": "sandbox", "max_concurrency": 1, "queue_timeout_s": None, "running": 1, "waiting": 1,
+    assert gate.describe() == {
+        "resource": "sandbox", "max_concurrency": 1, "queue_timeout_s": 30.0, "running": 1, "waiting": 1,
     }  # fmt: skip
     time.sleep(HOLD_S)
     leave.set()
