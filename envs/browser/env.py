@@ -210,7 +210,8 @@ class BrowserEnv(TextEnv):
         return f"Pressed {key}."
 
     def type_text(self, text: str) -> str:
-        """Type text key by key into the focused element (click or fill a text box first).
+        """Type text key by key into the focused element (click or fill a text box first);
+        1,000 characters at most (fill puts a longer text in at once).
 
         Args:
             text: The text to type.

@@ -2,7 +2,11 @@
 
 Task `miniwob/<page>/<seed>` is the page's episode generated after `Math.seedrandom(seed)`; the
 reward comes from the page's own `core.js` globals (`WOB_RAW_REWARD_GLOBAL`, and
-`WOB_REWARD_GLOBAL`, which MiniWoB discounts by the time taken). MiniWoB's own 10-20 s episode
+`WOB_REWARD_GLOBAL`, which MiniWoB discounts by the time taken), read off the task's own document
+only: the one the episode's start marked with a fresh nonce. Any other page of the site reached
+however (a `goto`, a link, `back()`, a reload, a page's script) ends the episode at 0: another
+page's globals, an easy page's solved in place of the task's, are never taken for the task's, and
+the record `BrowserVerifier` re-judges says which page was read. MiniWoB's own 10-20 s episode
 timer is off unless `time_limit_s` is given: LLM agents think slowly, and the turn limit bounds
 an episode anyway. The reward display, click canvas and start cover are hidden, so the page holds
 only the task (and its text does not change with the clock).
@@ -17,6 +21,7 @@ only the task (and its text does not change with the clock).
 from __future__ import annotations
 
 import functools
+import secrets
 from collections.abc import Sequence
 from functools import cache
 from typing import Any
@@ -39,12 +44,17 @@ HIDE = "#reward-display, #click-canvas, #sync-task-cover { display: none !import
 # host after this call's answer, so the wait for them alone missed some on a loaded machine).
 # Every page in html/miniwob is ready as soon as it starts (core.js's WOB_TASK_READY is never
 # cleared there).
+# The episode's nonce marks this document as the one the episode is judged on (read-only: the
+# page's scripts cannot change it, and no other document has it); after the start, MiniWoB's
+# START cover can deal no other problem in it.
 # The natural-language tasks' getUtterance() returns {utterance, fields}; the agent gets the text.
-START = """async ([seed, limitMs, hide]) => {
+START = """async ([seed, limitMs, hide, episode]) => {
   document.head.appendChild(Object.assign(document.createElement("style"), { textContent: hide }));
   Math.seedrandom(seed);
   core.EPISODE_MAX_TIME = limitMs;
   core.startEpisodeReal();
+  core.startEpisodeReal = () => {};
+  Object.defineProperty(window, "gfcrEpisode", { value: episode });
   // a frame's callbacks run before its style and layout, which request the images: the second
   // callback comes after the first frame is drawn
   const drawn = () => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
@@ -67,11 +77,14 @@ START = """async ([seed, limitMs, hide]) => {
   const u = core.getUtterance();
   return typeof u === "string" ? u : u.utterance;
 }"""
-READ_REWARD = """() => ({
-  WOB_DONE_GLOBAL: Boolean(WOB_DONE_GLOBAL),
-  WOB_REWARD_GLOBAL: Number(WOB_REWARD_GLOBAL),
-  WOB_RAW_REWARD_GLOBAL: Number(WOB_RAW_REWARD_GLOBAL),
-  WOB_REWARD_REASON: WOB_REWARD_REASON == null ? null : String(WOB_REWARD_REASON),
+# Which document is read, and its reward globals (absent on a page that is not MiniWoB's: 0).
+READ_STATE = """() => ({
+  page: location.pathname,
+  page_episode: window.gfcrEpisode ?? null,
+  WOB_DONE_GLOBAL: Boolean(window.WOB_DONE_GLOBAL),
+  WOB_REWARD_GLOBAL: Number(window.WOB_REWARD_GLOBAL) || 0,
+  WOB_RAW_REWARD_GLOBAL: Number(window.WOB_RAW_REWARD_GLOBAL) || 0,
+  WOB_REWARD_REASON: window.WOB_REWARD_REASON == null ? null : String(window.WOB_REWARD_REASON),
 })"""
 
 
@@ -120,8 +133,9 @@ class MiniwobSite:
         self.limit_ms = NO_LIMIT_MS if time_limit_s is None else int(time_limit_s * 1000)
 
     async def open(self, tab: Tab, task: Task) -> str:
-        await tab.goto(f"/wob/miniwob/{task.metadata['page']}.html")
-        utterance = await tab.page.evaluate(START, [task.metadata["seed"], self.limit_ms, HIDE])
+        await tab.goto(page_path(task))
+        tab.episode = secrets.token_urlsafe(12)
+        utterance = await tab.page.evaluate(START, [task.metadata["seed"], self.limit_ms, HIDE, tab.episode])
         await tab.requests_done()  # what else the start asked for (START waits for the images shown)
         return str(utterance)
 
@@ -129,17 +143,29 @@ class MiniwobSite:
         return self.judge_state(task, await self.final_state(tab, task), answer)
 
     async def final_state(self, tab: Tab, task: Task) -> dict[str, Any]:
-        """The page's reward globals: MiniWoB judges in JavaScript, so they are its final state."""
-        return dict(await tab.page.evaluate(READ_REWARD))
+        """The page's reward globals (MiniWoB judges in JavaScript, so they are its final state), the
+        page they were read on, its nonce (`page_episode`) and the episode's own (`episode`)."""
+        return {**await tab.page.evaluate(READ_STATE), "episode": tab.episode}
 
     def judge_state(self, task: Task, state: dict[str, Any], answer: str | None) -> SiteJudgement:
-        """Judge recorded reward globals.
+        """Judge recorded reward globals, if they were read on the task's page in its episode.
 
+        >>> task = miniwob_source(["click-test"], 1)[0]
         >>> state = {"WOB_DONE_GLOBAL": True, "WOB_REWARD_GLOBAL": 0.8, "WOB_RAW_REWARD_GLOBAL": 1.0,
-        ...          "WOB_REWARD_REASON": None}
-        >>> MiniwobSite().judge_state(miniwob_source(["click-test"], 1)[0], state, None)
+        ...          "WOB_REWARD_REASON": None, "page": "/wob/miniwob/click-test.html",
+        ...          "page_episode": "n0nce", "episode": "n0nce"}
+        >>> MiniwobSite().judge_state(task, state, None)
         SiteJudgement(done=True, score=1.0, reason='success', time_scaled=0.8, injection_obeyed=False)
+        >>> MiniwobSite().judge_state(task, {**state, "page_episode": None}, None).score  # a reload
+        0.0
         """
+        episode = state["episode"]
+        if not episode or (state["page"], state["page_episode"]) != (page_path(task), episode):
+            reason = (
+                f"the episode's page was left or reloaded: the browser shows {state['page']}, and only "
+                f"{page_path(task)} as the episode opened it is judged"
+            )
+            return SiteJudgement(True, 0.0, reason, 0.0)
         if not state["WOB_DONE_GLOBAL"]:
             return SiteJudgement(
                 answer is not None, 0.0, "ended before the task was done" if answer is not None else ""
@@ -153,6 +179,15 @@ class MiniwobSite:
 
     def next_actions(self, task: Task, page: PageView) -> list[str]:
         return miniwob_next_actions(task.metadata["page"], page)
+
+
+def page_path(task: Task) -> str:
+    """The path of the task's page on the loopback server.
+
+    >>> page_path(miniwob_source(["click-test"], 1)[0])
+    '/wob/miniwob/click-test.html'
+    """
+    return f"/wob/miniwob/{task.metadata['page']}.html"
 
 
 def _describe(raw: Any) -> str:

@@ -7,6 +7,9 @@
 - `/<app>/…`: gfcr's own web apps, rendered per request from the state of the episode's session,
   which the `gfcr_session` cookie of the episode's browser context names.
 
+Every response says which scripts may run (`gfcr.envs.browser.policy`): on a task page and an
+app page those the server wrote, elsewhere none.
+
 One server per process (`loopback_server()`), on a free port, threads for requests; the env
 opens a session per episode and judges the episode against that session's state.
 """
@@ -31,6 +34,7 @@ from urllib.parse import unquote, urlsplit
 
 from gfcr.envs.browser.apps import APPS
 from gfcr.envs.browser.apps.base import App, Request, Response, not_found, parse_form
+from gfcr.envs.browser.policy import NO_SCRIPTS, SCRIPT_NONCE, own_scripts_policy
 from gfcr.envs.browser.process_local import ProcessLocal
 from gfcr.errors import DataError
 
@@ -44,6 +48,9 @@ _SUBRESOURCE = re.compile(
     r'|<link rel="stylesheet"(?: type="text/css")? href="(?P<style>[^":]+)">'
 )
 _CSS_URL = re.compile(r"""url\((['"]?)(?![a-z]+:|/|#)([^'")]+)\1\)""")
+_SCRIPT = re.compile(r"<script\b(.*?)</script", re.IGNORECASE | re.DOTALL)  # where a script's data ends
+# jscolor (the colour wheel pages) reads its options from an attribute with `new Function`
+EVAL_LIBRARIES = ("jscolor.min.js",)
 
 
 @dataclass
@@ -79,13 +86,22 @@ class LoopbackServer:
     def respond(
         self, method: str, target: str, body: bytes, cookie_header: str
     ) -> tuple[int, dict[str, str], bytes]:
-        """Status, headers and body for one request (the HTTP handler's only logic)."""
+        """Status, headers and body for one request (the HTTP handler's only logic).
+
+        Every response says which scripts may run: a task page's or an app page's own, else none.
+        """
+        status, headers, content = self._route(method, target, body, cookie_header)
+        return status, {"Content-Security-Policy": NO_SCRIPTS, **headers}, content
+
+    def _route(
+        self, method: str, target: str, body: bytes, cookie_header: str
+    ) -> tuple[int, dict[str, str], bytes]:
         url = urlsplit(target)
         path = unquote(url.path)
         if path == BLANK:
             return 200, {"Content-Type": "text/html; charset=utf-8"}, b"<!DOCTYPE html><title>blank</title>"
         if path.startswith("/wob/miniwob/") and path.endswith(".html"):
-            return _html(inline_page(miniwob_html(), path[len("/wob/") :]))
+            return _task_page(path[len("/wob/") :])
         if path.startswith("/wob/"):
             return _static(miniwob_html(), path[len("/wob/") :])
         if path.startswith("/static/"):
@@ -100,7 +116,8 @@ class LoopbackServer:
             method, "/" + rest, parse_form(url.query), parse_form(body.decode("utf-8", "replace"))
         )
         with session.lock:
-            return _page(session.app.handle(session.state, request))
+            status, headers, content = _page(session.app.handle(session.state, request))
+        return status, {**headers, "Content-Security-Policy": own_scripts_policy()}, content
 
     def close(self) -> None:
         self._httpd.shutdown()
@@ -157,6 +174,26 @@ def inline_page(root: Path, relative: str) -> bytes | None:
 
     page = _SUBRESOURCE.sub(inlined, html.decode("utf-8"))
     return page.replace("<head>", "<head>" + NO_ICON, 1).encode("utf-8")
+
+
+@cache
+def _task_page(relative: str) -> tuple[int, dict[str, str], bytes]:
+    """A MiniWoB task page, inlined, whose script elements alone may run (they carry `SCRIPT_NONCE`).
+
+    >>> status, headers, page = _task_page("miniwob/click-test.html")
+    >>> headers["Content-Security-Policy"] == own_scripts_policy()
+    True
+    >>> page.count(b"<script>"), page.count(f'<script nonce="{SCRIPT_NONCE}">'.encode())
+    (0, 4)
+    """
+    page = inline_page(miniwob_html(), relative)
+    if page is None:
+        return _html(None)
+    source = (_read(miniwob_html() / relative) or b"").decode("utf-8")
+    with_eval = any(library in source for library in EVAL_LIBRARIES)
+    nonced = _SCRIPT.sub(lambda m: f'<script nonce="{SCRIPT_NONCE}"{m[1]}</script', page.decode("utf-8"))
+    status, headers, content = _html(nonced.encode("utf-8"))
+    return status, {**headers, "Content-Security-Policy": own_scripts_policy(with_eval)}, content
 
 
 def _inside(root: Path, path: Path) -> bool:

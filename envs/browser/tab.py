@@ -34,6 +34,9 @@ REF = re.compile(r"(?:f\d+)?e\d+")
 FIRST_REF = re.compile(r"\[ref=(f\d+)?e\d+\]")  # in a snapshot: the main frame's (an iframe's come inside it)
 VIEWPORT = {"width": 800, "height": 600}
 MAX_WAIT_MS = 10_000
+# Playwright types a key in 2-5 ms (a loaded machine, a page handling each key): 1,000 keys stay
+# well inside an action's time, where 30,000 ran out of it
+MAX_TYPED_CHARS = 1_000
 POPUP_NOTE = "The page tried to open a new window; it was closed."
 BUTTONS = ("left", "middle", "right")
 MODIFIERS = ("Alt", "Control", "ControlOrMeta", "Meta", "Shift")
@@ -53,6 +56,7 @@ class Tab:
         self.notes: list[str] = []  # events the agent did not ask for: dialogs, blocked requests …
         self.crashed = False
         self.session: str | None = None  # the app session its cookie names, if any
+        self.episode: str | None = None  # the nonce a MiniWoB page's start marked its document with
         self._navigation: asyncio.Future[None] | None = None
         self._popups_reported = 0  # new windows reported by their blocked first request, not yet closed
         self._popups_closed = asyncio.Event()  # set whenever none is: a step returns after they close
@@ -184,7 +188,12 @@ class Tab:
                 await self.context.clear_permissions()
 
     async def type(self, text: str) -> None:
-        """Type `text` key by key into the focused element, as a keyboard would."""
+        """Type `text` key by key into the focused element, as a keyboard would: `MAX_TYPED_CHARS` at most."""
+        if len(text) > MAX_TYPED_CHARS:
+            raise ToolError(
+                f"type() types at most {MAX_TYPED_CHARS} characters at a time, got {len(text)}: "
+                "type a long text in parts, or put it in at once with fill(ref, text)"
+            )
         await self._act(self.page.keyboard.type(text))
 
     async def insert_text(self, text: str) -> None:
@@ -297,7 +306,8 @@ class Tab:
         The keys and buttons the episode holds are released and its document left for a blank one
         (its scripts, timers and unload handlers end there); the pointer leaves the page; the
         origin's cookies and storage (local, session, IndexedDB, Cache Storage), the window's name
-        and the history of the episode's pages are cleared, and so are the notes and the clipboard.
+        and the history of the episode's pages are cleared, and so are the notes, the clipboard and
+        the episode's session and nonce.
         """
         for key in reversed(self._held_keys):
             await self.page.keyboard.up(key)
@@ -311,7 +321,7 @@ class Tab:
             self.page.evaluate("() => { sessionStorage.clear(); window.name = ''; }"),
             self._cdp.send("Page.resetNavigationHistory"),
         )
-        self.notes, self.session, self.clipboard = [], None, ""
+        self.notes, self.session, self.episode, self.clipboard = [], None, None, ""
 
     async def close(self) -> None:
         try:

@@ -4,7 +4,8 @@ A live page is gone after the episode, so the verdict comes from the recorded fi
 step that ends an episode the env puts `info["state"]` = `{"site", "answer", "site_state"}` (the
 trajectory keeps it as the last `Step.state`), where `site_state` is the site's own final state —
 an app's server-side state (`App.dump_state`), or a MiniWoB page's reward globals (MiniWoB judges
-in JavaScript on the page, so the globals read at the end are its final state). The verifier
+in JavaScript on the page, so the globals read at the end are its final state) with the page they
+were read on and its nonce, which must be the task's page and the episode's own. The verifier
 rebuilds it and runs the site's own judge again (`Site.judge_state`), then turns the judgement
 into the reward as the env does (`episode_result`).
 

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qs
 
 from gfcr.core import Task
+from gfcr.envs.browser.apps.html import esc
 from gfcr.envs.browser.base import SiteJudgement
 from gfcr.envs.browser.snapshot import PageView
 
@@ -62,7 +63,12 @@ def redirect(location: str) -> Response:
 
 
 def not_found(what: str) -> Response:
-    return Response(f"<h1>Not found</h1><p>{what}</p>", status=404)
+    """A 404 page saying `what` (plain text: a path in it may hold anything the agent typed).
+
+    >>> not_found("There is no page at /<b>.").body
+    '<h1>Not found</h1><p>There is no page at /&lt;b&gt;.</p>'
+    """
+    return Response(f"<h1>Not found</h1><p>{esc(what)}</p>", status=404)
 
 
 def parse_form(text: str) -> dict[str, list[str]]:

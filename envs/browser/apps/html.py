@@ -10,9 +10,17 @@ Fields always carry a `<label>`, so the accessibility snapshot names them ("text
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from html import escape
+
+from gfcr.envs.browser.policy import SCRIPT_NONCE
+
+# The apps' one script: a form marked `data-confirm` asks `confirm()` before it is sent.
+CONFIRM = (
+    f'<script nonce="{SCRIPT_NONCE}">'
+    'for (const form of document.querySelectorAll("form[data-confirm]")) form.addEventListener('
+    '"submit", event => { if (!confirm(form.dataset.confirm)) event.preventDefault(); });</script>'
+)
 
 
 def esc(text: object) -> str:
@@ -29,7 +37,7 @@ def page(
         f"<title>{esc(title)} - {esc(brand)}</title>"
         '<link rel="stylesheet" href="/static/app.css"></head><body>'
         f'<header><span class="brand">{esc(brand)}</span>{nav}{extra_header}</header>'
-        f"<main><h1>{esc(title)}</h1>{body}</main></body></html>"
+        f"<main><h1>{esc(title)}</h1>{body}</main>{CONFIRM}</body></html>"
     )
 
 
@@ -73,9 +81,10 @@ def checkbox(name: str, label: str, checked: bool = False) -> str:
 def button_form(
     action: str, label: str, hidden: dict[str, object] | None = None, *, confirm: str = ""
 ) -> str:
-    """A one-button POST form (for actions that change state: add, remove, delete …)."""
+    """A one-button POST form (for actions that change state: add, remove, delete …); with `confirm`,
+    the page asks that question first (a `confirm()` dialog)."""
     fields = "".join(f'<input type="hidden" name="{k}" value="{esc(v)}">' for k, v in (hidden or {}).items())
-    guard = f' onsubmit="{esc(f"return confirm({json.dumps(confirm)})")}"' if confirm else ""
+    guard = f' data-confirm="{esc(confirm)}"' if confirm else ""
     form = f'<form class="inline" method="post" action="{esc(action)}"{guard}>'
     return f"{form}{fields}<button>{esc(label)}</button></form>"
 
