@@ -132,3 +132,8 @@ def test_values_that_grow_without_bound_are_stopped(chinook_db):
     sql = "WITH RECURSIVE r(x) AS (SELECT 'ab' UNION ALL SELECT x || x FROM r) SELECT LENGTH(x) FROM r"
     with pytest.raises(QueryError):
         chinook_db.execute(sql, max_rows=10_000, timeout_s=2)
+
+
+def test_sqlite_glob_is_a_pattern_match_not_a_refusal(databases):
+    sqlite = databases["sqlite"]["chinook"]  # DuckDB's glob() lists files; SQLite's matches text
+    assert sqlite.execute("SELECT COUNT(*) FROM Artist WHERE Name GLOB 'A*'").rows == [(26,)]

@@ -38,7 +38,7 @@ from sqlalchemy import event
 
 from gfcr.envs.sql.engines.duckdb_pool import DuckDBWorkers
 from gfcr.envs.sql.engines.duckdb_worker import Reply
-from gfcr.envs.sql.engines.guard import FORBIDDEN_FUNCTIONS, SQLITE_SCHEMA_PRAGMAS
+from gfcr.envs.sql.engines.guard import FORBIDDEN_FUNCTIONS
 from gfcr.envs.sql.engines.watchdog import WATCHDOG
 from gfcr.errors import ConfigError, QueryError, UnsafeQueryError, needs_extra
 
@@ -53,11 +53,21 @@ DUCKDB_CONFIG = {
     "memory_limit": "1GB",
     "temp_directory": "",
 }
+# SQLite's glob() is the GLOB operator's pattern match; the name is refused for DuckDB's, which lists files.
+_SQLITE_FORBIDDEN_FUNCTIONS = FORBIDDEN_FUNCTIONS - {"glob"}
 _SQLITE_ALLOWED = {
     sqlite3.SQLITE_SELECT,
     sqlite3.SQLITE_READ,
     sqlite3.SQLITE_FUNCTION,
     sqlite3.SQLITE_RECURSIVE,
+}
+_SQLITE_SCHEMA_PRAGMAS = {
+    "table_info",
+    "table_xinfo",
+    "table_list",
+    "index_list",
+    "index_info",
+    "foreign_key_list",
 }
 # One printf conversion: flags, width, precision (digits or `*`, which takes an argument), type.
 _PRINTF_SPEC = re.compile(r"%[-+ #!0,]*(\*|\d*)(?:\.(\*|\d*))?l{0,2}(.?)", re.DOTALL)
@@ -174,10 +184,10 @@ def _c_int(value: Any) -> int:
 
 
 def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
-    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in FORBIDDEN_FUNCTIONS:
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _SQLITE_FORBIDDEN_FUNCTIONS:
         return sqlite3.SQLITE_DENY
     if action == sqlite3.SQLITE_PRAGMA:  # pragma_table_info('Track') and friends only read the schema
-        return sqlite3.SQLITE_OK if (arg1 or "").lower() in SQLITE_SCHEMA_PRAGMAS else sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK if (arg1 or "").lower() in _SQLITE_SCHEMA_PRAGMAS else sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK if action in _SQLITE_ALLOWED else sqlite3.SQLITE_DENY
 
 

@@ -17,9 +17,8 @@ an allow-list, because a read-only analytic query needs little:
   scopes them, so a CTE cannot shadow a system view for a later reference), `information_schema`
   and SQLite's `sqlite_master`; so `duckdb_databases`, `pragma_database_list`, `pg_settings`,
   `pg_stat_activity` or a file path as a table name are refused;
-- table functions: `range`/`generate_series`, `unnest`, `json_each`/`json_tree` and SQLite's
-  schema pragmas (`pragma_table_info`, …); so `query(…)`, `read_csv(…)`, `glob(…)`,
-  `duckdb_settings()` are refused.
+- table functions: `range`/`generate_series`, `unnest` and `json_each`/`json_tree`; so
+  `query(…)`, `read_csv(…)`, `glob(…)`, `duckdb_settings()`, `pragma_table_info(…)` are refused.
 
 Scalar and aggregate functions are the exception: each engine has hundreds that only compute
 (string, date, math, JSON, list, window functions) and agents use them freely, so an allow-list
@@ -54,13 +53,7 @@ _CLAUSES = (
     exp.IgnoreNulls, exp.RespectNulls, exp.Slice, exp.TableSample, exp.JSONPath, exp.JSONPathPart,
 )  # fmt: skip
 _ALLOWED_NODES = (exp.Condition, *_QUERIES, *_CLAUSES)
-# SQLite pragmas that only describe the schema, callable as table functions (pragma_table_info(…)).
-SQLITE_SCHEMA_PRAGMAS = frozenset(
-    {"table_info", "table_xinfo", "table_list", "index_list", "index_info", "foreign_key_list"}
-)
-_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest", "json_each", "json_tree"}) | {
-    f"pragma_{name}" for name in SQLITE_SCHEMA_PRAGMAS
-}
+_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest", "json_each", "json_tree"})
 _GENERATORS = (exp.GenerateSeries, exp.Unnest)  # typed forms of range/generate_series and unnest
 _CATALOG_TABLES = {"sqlite": frozenset({"sqlite_master", "sqlite_schema"})}  # the schema's own SQL text
 # Functions that read or write files, change settings, run SQL given as a string, reach other
