@@ -167,14 +167,23 @@ def test_a_frame_of_another_page_inside_the_task_s_page_is_not_judged(env):
     assert (reward, terminated) == (0.0, False)  # click-test solved in its frame; click-color is not
 
 
-def test_markup_the_agent_gets_a_page_to_insert_runs_no_script(env):
+@pytest.mark.parametrize(
+    ("markup", "element"),
+    [
+        (f'<img src=x onerror="{SET_REWARD}">', "img"),
+        (f'<svg onload="{SET_REWARD}"></svg>', "svg"),
+        (f'<iframe srcdoc="<script>{SET_REWARD.replace("WOB", "parent.WOB")}</script>"></iframe>', "iframe"),
+        (f'<iframe src="javascript:{SET_REWARD.replace("WOB", "parent.WOB")}"></iframe>', "iframe"),
+    ],
+    ids=["handler", "svg-handler", "frame-script", "javascript-url"],
+)
+def test_markup_the_agent_gets_a_page_to_insert_runs_no_script(env, markup, element):
     """MiniWoB's terminal writes the command typed into it into the page as HTML: an image whose
     error handler sets the reward globals scored 1.0 before every page came with a script policy."""
     obs, _ = env.reset(options={"task_id": "miniwob/terminal/0"})
-    command = f"type('<img src=x onerror=\"{SET_REWARD}\">')\npress(Enter)"
-    obs, reward, terminated, *_ = env.step(f'click("{ref(obs, "textbox")}")\n{command}')
+    obs, reward, terminated, *_ = env.step(f'click("{ref(obs, "textbox")}")\ntype({markup!r})\npress(Enter)')
     assert (reward, terminated) == (0.0, False), obs[:300]
-    assert on_page(env, "() => document.querySelectorAll('.command img[onerror]').length") == 1  # it is there
+    assert on_page(env, f"() => document.querySelectorAll('.command {element}').length") == 1  # it is there
     assert on_page(env, "() => [WOB_DONE_GLOBAL, WOB_RAW_REWARD_GLOBAL]") == [False, 0]
 
 
