@@ -3,11 +3,13 @@ jobs (and that none outlives its run), a tiny chat model and a served env."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -94,26 +96,17 @@ def pg_url():
     server.stop()
 
 
-@pytest.fixture(scope="session")
-def tooluse_server():
-    """`gfcr serve-env gfcr/ToolUse-v0 --token s3cret`, the command a user runs: (url, token)."""
+@contextlib.contextmanager
+def serve_env_process(*args: str, prefix: Sequence[str] = ()) -> Iterator[tuple[str, subprocess.Popen]]:
+    """`gfcr serve-env ARGS --port P` (run under `prefix`, e.g. prlimit) on loopback, once it answers
+    `/health`: (url, process, its stderr piped); terminated afterwards."""
     pytest.importorskip("openenv", reason="the remote extra is not installed: pip install -e '.[remote]'")
     import httpx
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    command = [
-        sys.executable,
-        "-m",
-        "gfcr",
-        "serve-env",
-        "gfcr/ToolUse-v0",
-        "--port",
-        str(port),
-        "--token",
-        "s3cret",
-    ]
+    command = [*prefix, sys.executable, "-m", "gfcr", "serve-env", *args, "--port", str(port)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -126,9 +119,32 @@ def tooluse_server():
             pass
         assert time.monotonic() < deadline, "gfcr serve-env did not come up in 120 s"
         time.sleep(0.2)
-    yield url, "s3cret"
-    process.terminate()
-    process.wait(10)
+    try:
+        yield url, process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(10)
+
+
+@pytest.fixture(scope="session")
+def tooluse_server():
+    """`gfcr serve-env gfcr/ToolUse-v0 --token s3cret`, the command a user runs: (url, token)."""
+    with serve_env_process("gfcr/ToolUse-v0", "--token", "s3cret") as (url, _):
+        yield url, "s3cret"
+
+
+@pytest.fixture(scope="session")
+def tooluse_gold_server():
+    """The same, for trusted trainer-side clients: `... --token s3cret --send-gold`: (url, token)."""
+    with serve_env_process("gfcr/ToolUse-v0", "--token", "s3cret", "--send-gold") as (url, _):
+        yield url, "s3cret"
+
+
+@pytest.fixture
+def serve_env():
+    """`serve_env_process`: a `gfcr serve-env` process of a test's own."""
+    return serve_env_process
 
 
 @pytest.fixture(scope="session")

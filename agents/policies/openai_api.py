@@ -23,6 +23,7 @@ from typing import Any
 
 from gfcr.core import ToolCall
 from gfcr.core.policy import Completion, Request
+from gfcr.core.redact import redact
 from gfcr.errors import ConfigError, PolicyError
 
 _RETRYABLE = ("APIConnectionError", "APITimeoutError", "InternalServerError", "RateLimitError")
@@ -53,7 +54,7 @@ class OpenAIPolicy:
             raise PolicyError(
                 "the openai: backend needs the `openai` package: pip install 'gfcr[openai]'"
             ) from e
-        self.name = f"openai:{model}@{base_url}"
+        self.name = redact(f"openai:{model}@{base_url}")  # trajectories record it: no credentials
         self.version = model
         self.model = model
         self.logprobs = logprobs

@@ -11,6 +11,7 @@ import string
 from collections.abc import Sequence
 
 from gfcr.core.policy import Completion, Request
+from gfcr.envs.remote.wire import require_gold
 from gfcr.errors import ConfigError
 from gfcr.registry import env_class
 
@@ -26,7 +27,8 @@ class OraclePolicy:
         for request in requests:
             if request.task is None or not request.env_id:
                 raise ConfigError("the oracle needs each request's env_id and task; the runner fills them in")
-            text = env_class(request.env_id).oracle(request.task, request.messages)  # type: ignore[attr-defined]
+            task = require_gold(request.task)  # a server may withhold it: then say how to get it
+            text = env_class(request.env_id).oracle(task, request.messages)  # type: ignore[attr-defined]
             completions.append(Completion(text))
         return completions
 

@@ -1,10 +1,11 @@
 """Env servers: episodes spread over `gfcr serve-env` processes (`RunnerConfig(env_urls=[...])`).
 
-Each url is asked what it serves (`GET /gfcr`: env id and keywords). An episode whose env
+Each url is asked what it serves (`GET /gfcr`: env id and keywords, credentials masked, so
+configurations are matched with theirs masked too). An episode whose env
 configuration some servers serve gets a `gfcr/Remote-v0` env on one of them, round-robin, so env
 work scales over processes and machines; an episode that no server serves runs here as usual.
 
->>> servers = EnvServers({EnvConfig("gfcr/Math-v0").key: ["http://a:1", "http://b:1"]})
+>>> servers = EnvServers({_route("gfcr/Math-v0", {}): ["http://a:1", "http://b:1"]})
 >>> [servers.url_for(EnvConfig("gfcr/Math-v0")) for _ in range(3)], servers.url_for(EnvConfig("gfcr/SQL-v0"))
 (['http://a:1', 'http://b:1', 'http://a:1'], None)
 """
@@ -15,10 +16,12 @@ import itertools
 import logging
 import threading
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import httpx
 
 from gfcr.core.episode import EnvConfig
+from gfcr.core.redact import redact
 from gfcr.envs.remote.env import token_from_environment
 from gfcr.errors import ConfigError
 
@@ -36,7 +39,7 @@ class EnvServers:
     def url_for(self, config: EnvConfig) -> str | None:
         """The next server for `config`, or None when no server serves it (it runs locally)."""
         with self._lock:
-            turn = self._turns.get(config.key)
+            turn = self._turns.get(_route(config.env_id, config.kwargs))
             return next(turn) if turn is not None else None
 
     @classmethod
@@ -56,7 +59,11 @@ class EnvServers:
                     f"env server {url} does not say what it serves ({type(e).__name__}: {e}); "
                     "env_urls takes servers started with `gfcr serve-env`"
                 ) from e
-            key = EnvConfig(served["env_id"], served.get("kwargs") or {}).key
-            routes.setdefault(key, []).append(url)
+            routes.setdefault(_route(served["env_id"], served.get("kwargs") or {}), []).append(url)
         logger.info("env servers: %s", routes)
         return cls(routes)
+
+
+def _route(env_id: str, kwargs: dict[str, Any]) -> str:
+    """A configuration's route key: its `EnvConfig.key` with credentials masked, as servers show it."""
+    return EnvConfig(env_id, redact(kwargs)).key

@@ -35,7 +35,7 @@ import httpx
 from gfcr.core import Action, Message, Task
 from gfcr.envs.remote.session import Session
 from gfcr.envs.remote.tasks import remote_tasks
-from gfcr.envs.remote.wire import decode_error, decode_info
+from gfcr.envs.remote.wire import decode_error, decode_info, require_gold, reset_arguments
 from gfcr.envs.spaces import UnicodeText
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import ConfigError, GfcrError
@@ -100,14 +100,11 @@ class RemoteEnv(gym.Env[str, str]):
     # -- the Gymnasium API -----------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+        seed, task_id = reset_arguments(seed, options=options)  # refused here as the server would
         super().reset(seed=seed)
-        if options and set(options) - {"task_id"}:
-            raise ConfigError(
-                f"unknown reset options {sorted(set(options) - {'task_id'})}; the only option is 'task_id'"
-            )
         payload: dict[str, Any] = {} if seed is None else {"seed": seed}
-        if options and options.get("task_id") is not None:
-            payload["task_id"] = options["task_id"]
+        if task_id is not None:
+            payload["task_id"] = task_id
         result = self._with_retries("reset", lambda client: client.reset(**payload))
         metadata = _metadata(result)
         if "error" in metadata:
@@ -168,8 +165,9 @@ class RemoteEnv(gym.Env[str, str]):
 
     @classmethod
     def oracle(cls, task: Task, messages: Sequence[Message]) -> str:
-        """The served env's oracle, where that env is registered in this process too."""
-        env_id = task.metadata.get("remote_env_id")
+        """The served env's oracle, where that env is registered in this process too (and the
+        server sends gold data: `gfcr serve-env --send-gold`)."""
+        env_id = require_gold(task).metadata.get("remote_env_id")
         if env_id is None:
             raise GfcrError(
                 "this remote task does not say which env served it: the oracle needs a gfcr server"

@@ -11,6 +11,11 @@ so a generic client reads `metadata["signals"]` or `metadata["tools"]` directly:
 - `error` when a reset failed: the gfcr error's class name and message, so the client raises
   the same error (`UnknownNameError` with its "did you mean").
 
+A task's gold data is what its verifier compares against (the answer, the gold SQL, hidden
+tests), and its metadata may hold more of it (a generator's entry, a simulated user's script), so
+an agent must never read them: unless a server is started to send them (`--send-gold`, for
+trusted trainer-side clients), it sends `withhold_gold(task)`, and grading stays on the server.
+
 >>> from gfcr.core import Message, Task
 >>> info = {"task": Task("t/0", "1+1?", "2"), "messages": [Message("user", "1+1?")], "tools": []}
 >>> wire = encode_info(info)
@@ -18,6 +23,8 @@ so a generic client reads `metadata["signals"]` or `metadata["tools"]` directly:
 ('2', [{'role': 'user', 'content': '1+1?'}])
 >>> decode_info(wire) == info
 True
+>>> withhold_gold(Task("t/0", "1+1?", "2", metadata={"level": 1}))
+Task(id='t/0', prompt='1+1?', gold=None, source='', metadata={'gold_withheld': True})
 """
 
 from __future__ import annotations
@@ -29,9 +36,12 @@ from typing import Any
 
 from gfcr import errors
 from gfcr.core import Message, Task
+from gfcr.errors import ConfigError
 
 # Keys of `metadata` that are gfcr's step facts, not the env's info.
 STEP_KEYS = ("env_id", "task_id", "episode_id", "terminated", "truncated", "error")
+GOLD_WITHHELD = "gold_withheld"  # a task's metadata key: its server kept the gold data back
+MAX_SEED = 2**63  # seeds fit a signed 64-bit integer (numpy, parquet, torch all hold them)
 
 
 def jsonable(value: Any) -> Any:
@@ -115,3 +125,61 @@ def decode_error(data: Mapping[str, Any], where: str) -> errors.GfcrError:
         Exception.__init__(error, message)
         return error
     return errors.GfcrError(f"the env server at {where} failed: {data.get('type')}: {message}")
+
+
+def withhold_gold(task: Task) -> Task:
+    """`task` as an agent may see it: id, prompt and source; gold and metadata kept back (marked)."""
+    return Task(task.id, task.prompt, None, task.source, {GOLD_WITHHELD: True})
+
+
+def require_gold(task: Task) -> Task:
+    """`task`, or a `ConfigError` saying how to get its gold data when its server withheld it.
+
+    >>> require_gold(withhold_gold(Task("t/0", "1+1?", "2")))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    gfcr.errors.ConfigError: task 't/0' came from an env server that withholds gold data ...
+    """
+    if task.metadata.get(GOLD_WITHHELD):
+        raise ConfigError(
+            f"task {task.id!r} came from an env server that withholds gold data (answers, gold SQL, "
+            "tests), which the scripted oracle plays from: start the server with "
+            "`gfcr serve-env ... --send-gold` (for trusted trainer-side clients only)"
+        )
+    return task
+
+
+def reset_arguments(
+    seed: Any = None, task_id: Any = None, options: Any = None
+) -> tuple[int | None, str | None]:
+    """A reset's `(seed, task_id)` checked as they come off the wire; a `ConfigError` names a bad one.
+
+    `task_id` may also come in Gymnasium's `options={"task_id": ...}`.
+
+    >>> reset_arguments(3, options={"task_id": "math/1"})
+    (3, 'math/1')
+    >>> reset_arguments(float("inf"))
+    Traceback (most recent call last):
+    ...
+    gfcr.errors.ConfigError: seed must be an integer in [0, 2**63), got inf (float)
+    """
+    if seed is not None and (type(seed) is not int or not 0 <= seed < MAX_SEED):
+        kind = type(seed).__name__
+        raise ConfigError(f"seed must be an integer in [0, 2**63), got {_short(seed)} ({kind})")
+    if options is not None:
+        if not isinstance(options, Mapping) or set(options) - {"task_id"}:
+            raise ConfigError(f"reset options must be {{'task_id': ID}} or null, got {_short(options)}")
+        if task_id is not None and options.get("task_id") not in (None, task_id):
+            raise ConfigError(f"two task ids: task_id={task_id!r} and options.task_id={options['task_id']!r}")
+        task_id = options.get("task_id", task_id) if task_id is None else task_id
+    if task_id is not None and not isinstance(task_id, str):
+        raise ConfigError(f"task_id must be a string, got {_short(task_id)} ({type(task_id).__name__})")
+    return seed, task_id
+
+
+def _short(value: Any) -> str:
+    """`value`'s repr, cut to 80 characters (an int too long to print is given by its size)."""
+    if isinstance(value, int) and value.bit_length() > 256:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:80]}..."

@@ -33,6 +33,7 @@ from rich.table import Table
 
 import gfcr
 from gfcr.agents import RunnerConfig
+from gfcr.apps.connections import ConnectionLimits
 from gfcr.apps.options import config_options
 from gfcr.core.admission import AdmissionConfig
 from gfcr.errors import ConfigError, GfcrError, needs_extra
@@ -570,6 +571,9 @@ def serve_env(
     env_id: Annotated[str, typer.Argument(help="Env id to serve, e.g. gfcr/Math-v0 (see `gfcr list`).")],
     env_args: EnvArgs = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+@config_options(
+    ConnectionLimits, param="limits", aliases={"read_timeout_s": ["--read-timeout"]}, panel="Connections"
+)
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     max_sessions: Annotated[
         int, typer.Option(help="Sessions (one env each) at once; more are refused.")
@@ -586,8 +590,18 @@ def serve_env(
     admission: AdmissionConfig,
 ) -> None:
     """Serve an env over the OpenEnv protocol (HTTP and WebSocket; openenv's clients, TRL, gfcr/Remote-v0)."""
+    send_gold: Annotated[
+        bool,
+        typer.Option(
+            "--send-gold",
+            help="Send tasks' gold data (answers, gold SQL, tests) and metadata to clients: only for trusted "
+            "trainer-side clients such as the scripted oracle; agents must not see them. Rewards are "
+            "computed on the server either way.",
+        ),
+    ] = False,
     try:
         with needs_extra("gfcr serve-env"):
+    limits: ConnectionLimits,
             from gfcr.remote import serve_env as run_server
         kwargs = _parse_env_args(env_args or [])
         console.print(
@@ -607,6 +621,8 @@ def serve_env(
         )
     except GfcrError as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
+            send_gold=send_gold,
+            limits=limits,
         raise typer.Exit(2) from e
 
 

@@ -1,7 +1,9 @@
 """`Guard`: what a server on a shared machine needs in front of its app (ASGI middleware).
 
 A bearer token (everywhere but `/health`), a cap on request bodies (chunked ones included: the
-body is read up to the cap before the app sees it) and on WebSocket messages, and WebSockets
+body is read up to the cap before the app sees it) and on WebSocket messages, an optional deadline
+on reading a body (408 past it), JSON bodies held to strict JSON (400 for NaN, Infinity or a
+number too large for a float, which Python's parser would let through as `inf`), and WebSockets
 closed when idle past a timeout. Used by `gfcr serve` and `gfcr serve-env`.
 
 >>> import asyncio
@@ -17,12 +19,15 @@ closed when idle past a timeout. Used by `gfcr serve` and `gfcr serve-env`.
 ...     await Guard(app, token=None, max_request_bytes=4, idle_timeout_s=None)(scope, receive, send)
 >>> asyncio.run(call(b"12345")); sent[0]["status"]
 413
+>>> sent.clear(); asyncio.run(call(b"NaN")); sent[0]["status"], json.loads(sent[1]["body"])["detail"]
+(400, 'the request body is not strict JSON: NaN is not a JSON value (JSON numbers must be finite)')
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -30,6 +35,8 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+
+MAX_INT_DIGITS = 4300  # the longest integer a JSON body may hold (Python's own default limit)
 
 
 class Guard:
@@ -39,10 +46,17 @@ class Guard:
     """
 
     def __init__(
-        self, app: Any, *, token: str | None, max_request_bytes: int, idle_timeout_s: float | None
+        self,
+        app: Any,
+        *,
+        token: str | None,
+        max_request_bytes: int,
+        idle_timeout_s: float | None,
+        read_timeout_s: float | None = None,
     ) -> None:
         self.app, self.token = app, token
         self.max_request_bytes, self.idle_timeout_s = max_request_bytes, idle_timeout_s
+        self.read_timeout_s = read_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -56,9 +70,16 @@ class Guard:
             length = dict(scope.get("headers") or []).get(b"content-length")
             if length is not None and int(length) > self.max_request_bytes:
                 return await _refuse(kind, send, 413, 1009, self._too_big(int(length)))
-            body = await self._read_body(receive)  # chunked bodies have no length to trust
+            try:
+                async with asyncio.timeout(self.read_timeout_s):  # a trickled body holds a connection
+                    body = await self._read_body(receive)  # chunked bodies have no length to trust
+            except TimeoutError:
+                detail = f"the request body did not arrive within {self.read_timeout_s} s (--read-timeout)"
+                return await _refuse(kind, send, 408, 1008, detail)
             if body is None:
                 return await _refuse(kind, send, 413, 1009, self._too_big(self.max_request_bytes + 1))
+            if problem := _not_strict_json(body, scope):
+                return await _refuse(kind, send, 400, 1007, f"the request body is not strict JSON: {problem}")
             return await self.app(scope, _replay(body, receive), send)
         return await self.app(scope, self._websocket_receive(receive, send), send)
 
@@ -107,6 +128,35 @@ class Guard:
             return message
 
         return guarded
+
+
+def _not_strict_json(body: bytes, scope: Scope) -> str | None:
+    """What makes a JSON body not strict JSON (NaN, Infinity, 1e400), or None (also for other bodies)."""
+    content_type = dict(scope.get("headers") or []).get(b"content-type", b"application/json")
+    if not body or b"json" not in content_type:
+        return None
+
+    def number(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(f"{text[:40]} is out of range (JSON numbers must be finite)")
+        return value
+
+    def constant(name: str) -> float:
+        raise ValueError(f"{name} is not a JSON value (JSON numbers must be finite)")
+
+    def integer(text: str) -> int:
+        if len(text) > MAX_INT_DIGITS:  # Python refuses to read longer ones anyway, less clearly
+            raise ValueError(f"an integer of {len(text)} digits is too long (at most {MAX_INT_DIGITS})")
+        return int(text)
+
+    try:
+        json.loads(body, parse_float=number, parse_int=integer, parse_constant=constant)
+    except json.JSONDecodeError:
+        return None  # not JSON at all: the app says so in its own words
+    except ValueError as e:  # a non-finite number, or an integer too long
+        return str(e)
+    return None
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -19,6 +19,7 @@ class EnvServer:
     def start(self, env_id: str, env_kwargs: dict[str, Any], options: dict[str, Any]) -> str:
         import uvicorn
 
+        from gfcr.apps.connections import uvicorn_config
         from gfcr.remote.server import create_app
 
         with socket.socket() as s:
@@ -26,7 +27,7 @@ class EnvServer:
             port = s.getsockname()[1]
         host = socket.gethostbyname(socket.gethostname()) if options.pop("public", False) else "127.0.0.1"
         app = create_app(env_id, env_kwargs, **options)
-        self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+        self.server = uvicorn.Server(uvicorn_config(app, host=host, port=port, log_level="warning"))
         threading.Thread(target=self.server.run, daemon=True).start()
         url = f"http://{host}:{port}"
         deadline = time.monotonic() + 60
@@ -45,7 +46,8 @@ def start_env_servers(env_id: str, count: int, *, public: bool = False, **option
     """Start `count` servers of `env_id` as Ray actors, placed by Ray; their urls.
 
     `public=True` listens on the node's address instead of loopback (for a multi-node cluster;
-    pair it with `token=...`). Other options are `gfcr.remote.create_app`'s, `env_kwargs` included.
+    pair it with `token=...`). Other options are `gfcr.remote.create_app`'s, `env_kwargs` and
+    `send_gold` included (the scripted oracle needs `send_gold=True`).
     """
     with needs_extra("Ray env servers"):
         import ray

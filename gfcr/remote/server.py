@@ -6,7 +6,15 @@ sessions (one isolated env per WebSocket), `/reset`, `/step`, `/state`, `/schema
 (`/{name}/num_tasks`, `/{name}/task`, `/{name}/task_range`). gfcr adds what a shared server
 needs in front of it (`Guard`): an optional bearer token, bounded request and message sizes, and
 closing WebSockets idle past a timeout; and `GET /gfcr`, which says what is served (the runner
-checks it before spreading episodes over servers).
+checks it before spreading episodes over servers). `serve_env` runs it on uvicorn with bounded
+connections (`gfcr.apps.connections`): idle and slow sockets are shed, served clients are not.
+
+What a client sees is what an agent may see. Tasks go out without their gold data and metadata
+(`withhold_gold`: the answer, the gold SQL, hidden tests) unless the server is started with
+`send_gold=True` (`--send-gold`, for trusted trainer-side clients such as the scripted oracle);
+rewards are computed here either way. Configuration is shown with its credentials masked
+(`gfcr.core.redact`), and a reset's seed and options are checked before they reach the env (a
+bad one is a 400 that names it, never a 500).
 
 Actions are `TextAction`s: `{"text": ...}` (the model's raw text), with `tool_calls` for native
 tool calls, or OpenEnv's MCP-style `{"type": "list_tools"}` and
@@ -18,8 +26,8 @@ Observations carry the text in `observation["text"]` and gfcr's extras in `metad
 >>> from fastapi.testclient import TestClient
 >>> with TestClient(create_app("gfcr/ToolUse-v0")) as client:
 ...     reply = client.post("/reset", json={"task_id": "tooluse/7"}).json()
->>> reply["observation"]["text"][:30], reply["metadata"]["task_id"]
-('What is the code of locker aah', 'tooluse/7')
+>>> reply["observation"]["text"][:30], reply["metadata"]["task_id"], reply["metadata"]["task"]["gold"]
+('What is the code of locker aah', 'tooluse/7', None)
 """
 
 from __future__ import annotations
@@ -33,23 +41,37 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import gymnasium as gym
-from fastapi import FastAPI
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from openenv.core.env_server.http_server import create_fastapi_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.mcp_types import CallToolObservation, ListToolsObservation, Tool
 from openenv.core.env_server.types import Action, ConcurrencyConfig, EnvironmentMetadata, Observation, State
-from pydantic import Field
+from pydantic import BaseModel, Field
 
+from gfcr.apps.connections import ConnectionLimits, uvicorn_config
 from gfcr.apps.guard import Guard
 from gfcr.core import Action as GfcrAction
-from gfcr.core import ToolCall
+from gfcr.core import Task, ToolCall
 from gfcr.core.admission import Admission, AdmissionConfig, add_waits
-from gfcr.envs.remote.wire import encode_error, encode_info, jsonable
+from gfcr.core.redact import redact
+from gfcr.envs.remote.wire import encode_error, encode_info, jsonable, reset_arguments, withhold_gold
 from gfcr.errors import ConfigError, QueueTimeoutError, UnknownNameError
 from gfcr.registry import env_class, list_envs
 from gfcr.version import __version__
 
 logger = logging.getLogger(__name__)
+
+
+class NativeToolCall(BaseModel):
+    """A native tool call, as the model's server parsed it."""
+
+    name: str = Field(description="The tool to call.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Its arguments.")
+    id: str = Field(default="", description="The call's id, echoed in the tool's result.")
 
 
 class TextAction(Action):
@@ -59,7 +81,7 @@ class TextAction(Action):
         default="text", description="What the action is."
     )
     text: str = Field(default="", description="The model's raw text (tool calls inside it are parsed).")
-    tool_calls: list[dict[str, Any]] = Field(
+    tool_calls: list[NativeToolCall] = Field(
         default_factory=list, description='Native tool calls: [{"name": ..., "arguments": {...}}].'
     )
     tool_name: str = Field(default="", description="With type call_tool: the tool to call.")
@@ -78,6 +100,7 @@ class ServedEnv:
 
     env_id: str
     kwargs: dict[str, Any] = field(default_factory=dict)
+    send_gold: bool = False  # send tasks' gold data and metadata (trusted trainer-side clients only)
     sessions_started: int = 0
     # env calls (resets, steps) at once over every session; more queue (`gfcr serve-env --max-concurrency`)
     admission: Admission = field(default_factory=lambda: Admission("env_server"))
@@ -104,15 +127,20 @@ class ServedEnv:
             raise NotImplementedError(f"{self.env_id} has no task list")
         return tasks
 
+    def visible(self, task: Task) -> Task:
+        """`task` as this server sends it: whole with `send_gold`, else without gold and metadata."""
+        return task if self.send_gold else withhold_gold(task)
+
     def describe(self) -> dict[str, Any]:
-        """What `GET /gfcr` answers."""
+        """What `GET /gfcr` answers (the env's keywords with credentials masked)."""
         entry_point = gym.spec(self.env_id).entry_point
         signal_defaults = getattr(env_class(self.env_id), "signal_defaults", {})
         return {
             "env_id": self.env_id,
-            "kwargs": jsonable(self.kwargs),
+            "kwargs": redact(jsonable(self.kwargs)),
             "entry_point": entry_point if isinstance(entry_point, str) else None,
             "signal_defaults": jsonable(signal_defaults),
+            "sends_gold": self.send_gold,
             "gfcr_version": __version__,
             "sessions_started": self.sessions_started,
             "admission": self.admission.describe(),
@@ -141,9 +169,23 @@ class GymSession(Environment):
     # -- the OpenEnv Environment API --------------------------------------------------------------
 
     def reset(
-        self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None, **_: Any
+        self,
+        seed: Any = None,
+        episode_id: str | None = None,
+        task_id: Any = None,
+        options: Any = None,
+        **unknown: Any,
     ) -> Observation:
-        """Reset to `task_id` (or the task `seed` picks); a failure comes back as `metadata["error"]`."""
+        """Reset to `task_id` (or `options["task_id"]`, or the task `seed` picks).
+
+        Bad arguments raise `ConfigError` (HTTP: a 400; WebSocket: an error reply); a failure of
+        the env comes back as `metadata["error"]`, so the client raises the same error.
+        """
+        if unknown:
+            raise ConfigError(
+                f"unknown reset arguments {sorted(unknown)}; a reset takes seed, task_id, options, episode_id"
+            )
+        seed, task_id = reset_arguments(seed, task_id, options)
         return self._admitted(self._reset, seed, episode_id, task_id)
 
     def _reset(self, seed: int | None, episode_id: str | None, task_id: str | None) -> Observation:
@@ -180,7 +222,7 @@ class GymSession(Environment):
                 done=result.done,
                 metadata=result.metadata,
             )
-        calls = tuple(ToolCall.from_dict(c) for c in action.tool_calls)
+        calls = tuple(ToolCall(c.name, dict(c.arguments), c.id) for c in action.tool_calls)
         return self._step(GfcrAction(action.text, calls) if calls else action.text)
 
     @property
@@ -190,7 +232,7 @@ class GymSession(Environment):
     def get_metadata(self) -> EnvironmentMetadata:
         return EnvironmentMetadata(
             name=self.served.env_id,
-            description=f"gfcr env {self.served.env_id} {json.dumps(jsonable(self.served.kwargs))}",
+            description=f"gfcr env {self.served.env_id} {json.dumps(redact(jsonable(self.served.kwargs)))}",
             version=__version__,
             documentation_url="https://github.com/gfcr/gfcr/blob/main/docs/integrations.md",
         )
@@ -212,11 +254,11 @@ class GymSession(Environment):
         tasks = self.served.tasks
         if not 0 <= index < len(tasks):
             raise IndexError(index)
-        return jsonable(tasks[index])
+        return jsonable(self.served.visible(tasks[index]))
 
     def get_task_range(self, split: str, start: int | None = None, stop: int | None = None) -> list[dict]:
         tasks = self.served.tasks
-        return [jsonable(tasks[i]) for i in range(len(tasks))[start:stop]]
+        return [jsonable(self.served.visible(tasks[i])) for i in range(len(tasks))[start:stop]]
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -248,6 +290,8 @@ class GymSession(Environment):
         self, text: str, reward: float | None, terminated: bool, truncated: bool, info: dict[str, Any]
     ) -> TextObservation:
         facts = self._facts(terminated=terminated, truncated=truncated)
+        if isinstance(info.get("task"), Task):
+            info = {**info, "task": self.served.visible(info["task"])}
         return TextObservation(
             text=text, reward=reward, done=terminated or truncated, metadata={**encode_info(info), **facts}
         )
@@ -323,8 +367,14 @@ def create_app(
     token: str | None = None,
     max_request_bytes: int = 1 << 20,
     admission: AdmissionConfig | None = None,
+    send_gold: bool = False,
+    read_timeout_s: float | None = 10.0,
 ) -> Any:
     """The ASGI app serving `env_id` (made with `env_kwargs`) over the OpenEnv protocol.
+
+    `send_gold` sends tasks whole, gold data and metadata included: for trusted trainer-side
+    clients only (the scripted oracle over the wire). `read_timeout_s` bounds reading a request
+    body (408 past it).
 
     `admission` bounds the env calls (resets and steps) running at once over all sessions: more
     wait in a queue, each answer says how long in `metadata["wait_s"]["env_server"]`, and one
@@ -337,7 +387,7 @@ def create_app(
             f"need max_sessions >= 1 and max_request_bytes >= 1024, got {max_sessions}, {max_request_bytes}"
         )
     gate = (admission or AdmissionConfig()).gate("env_server")
-    served = ServedEnv(env_id, dict(env_kwargs or {}), admission=gate)
+    served = ServedEnv(env_id, dict(env_kwargs or {}), send_gold, admission=gate)
     served.make().close()  # bad kwargs fail here, with the env's own message, not in the first session
     concurrency = ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout_s)
     app: FastAPI = create_fastapi_app(
@@ -349,7 +399,24 @@ def create_app(
         mode="simulation",
     )
     app.get("/gfcr", tags=["Environment Info"], summary="What this gfcr server serves")(served.describe)
-    return Guard(app, token=token, max_request_bytes=max_request_bytes, idle_timeout_s=idle_timeout_s)
+    app.add_exception_handler(ConfigError, _bad_request)  # a reset's bad seed or options
+    app.add_exception_handler(RequestValidationError, _bad_request)  # a body of the wrong shape
+    return Guard(
+        app,
+        token=token,
+        max_request_bytes=max_request_bytes,
+        idle_timeout_s=idle_timeout_s,
+        read_timeout_s=read_timeout_s,
+    )
+
+
+async def _bad_request(request: Request, error: Exception) -> JSONResponse:
+    """A 400 naming what was wrong: openenv's 422 answers become 400s too, their inputs made JSON."""
+    if isinstance(error, RequestValidationError):
+        problems = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()]
+        content = {"detail": "; ".join(problems), "errors": jsonable(jsonable_encoder(error.errors()))}
+        return JSONResponse(content, status_code=400)
+    return JSONResponse({"detail": str(error)}, status_code=400)
 
 
 def serve_env(
@@ -362,16 +429,18 @@ def serve_env(
     token: str | None = None,
     max_request_bytes: int = 1 << 20,
     admission: AdmissionConfig | None = None,
+    send_gold: bool = False,
+    limits: ConnectionLimits | None = None,
     log_level: str = "warning",
     **env_kwargs: Any,
 ) -> None:
     """Serve `env_id` (made with `env_kwargs`) until interrupted: `gfcr serve-env` in Python.
 
     `openenv`'s clients drive it (`GenericEnvClient(base_url=f"http://{host}:{port}")`), and so
-    does `gymnasium.make("gfcr/Remote-v0", url=...)`.
+    does `gymnasium.make("gfcr/Remote-v0", url=...)`. `limits` bound its connections and how long
+    a request may take to arrive (`gfcr.apps.connections`).
     """
-    import uvicorn
-
+    limits = limits or ConnectionLimits()
     app = create_app(
         env_id,
         env_kwargs,
@@ -380,5 +449,10 @@ def serve_env(
         token=token,
         max_request_bytes=max_request_bytes,
         admission=admission,
+        send_gold=send_gold,
+        read_timeout_s=limits.read_timeout_s,
     )
-    uvicorn.run(app, host=host, port=port, log_level=log_level, ws_max_size=max_request_bytes)
+    config = uvicorn_config(
+        app, host=host, port=port, limits=limits, log_level=log_level, ws_max_size=max_request_bytes
+    )
+    uvicorn.Server(config).run()

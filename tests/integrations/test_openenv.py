@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 import subprocess
 import sys
@@ -22,9 +23,11 @@ openenv = pytest.importorskip(
 import uvicorn  # noqa: E402
 from openenv.core.generic_client import GenericEnvClient  # noqa: E402
 from openenv.core.mcp_client import MCPToolClient  # noqa: E402
+from websockets.sync.client import connect  # noqa: E402
 
 import gfcr  # noqa: E402
 from gfcr.agents import Runner, RunnerConfig, episodes_for_env, make_policy  # noqa: E402
+from gfcr.envs.remote.wire import withhold_gold  # noqa: E402
 from gfcr.envs.tooluse.env import LOOKUP_CALL  # noqa: E402
 from gfcr.remote import TextAction, create_app  # noqa: E402
 from gfcr.testing.openenv_echo import echo_app  # noqa: E402
@@ -123,9 +126,9 @@ def test_remote_env_behaves_like_the_local_env(server_url):
         obs, info = env.reset(seed=3)
         steps = [env.step(LOOKUP_CALL), env.step("nope"), env.step("after the end")]
         results.append(
-            (obs, info["task"], [(o, r, t, u, i["signals"], i["messages"]) for o, r, t, u, i in steps])
+            (obs, withhold_gold(info["task"]), [(o, r, t, u, i["signals"], i["messages"]) for o, r, t, u, i in steps])
         )
-    assert results[0] == results[1]
+    assert results[0] == results[1]  # the same episode, the server keeping the gold back
     with pytest.raises(gfcr.UnknownNameError, match="did you mean"):
         remote.reset(options={"task_id": "tooluse/7x"})
     assert remote.unwrapped.tasks[7].id == TASK and len(remote.unwrapped.tasks) == 10_000
@@ -190,7 +193,7 @@ def test_remote_env_wraps_a_server_written_with_openenv_alone():
 
 
 def test_runner_spreads_episodes_over_env_servers():
-    apps = [create_app("gfcr/ToolUse-v0") for _ in range(2)]
+    apps = [create_app("gfcr/ToolUse-v0", send_gold=True) for _ in range(2)]  # the oracle plays from gold
     with serving(apps[0]) as a, serving(apps[1]) as b:
         config = RunnerConfig(env_urls=(a, b), concurrency=4)
         result = Runner(make_policy("scripted:oracle"), config).run(episodes_for_env("gfcr/ToolUse-v0", 8))
@@ -212,3 +215,98 @@ def test_serve_env_refuses_an_unknown_env_with_a_clear_message():
         timeout=120,
     )
     assert result.returncode == 2 and "unknown env id 'gfcr/Nope-v0'" in result.stdout
+
+
+def every_route(url: str, task_id: str) -> list[str]:
+    """What a client reads from every route of a gfcr server, after a reset to `task_id` and a wrong answer."""
+    name = "gfcr-SQL-v0"
+    rpc = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+           "params": {"name": "submit_sql", "arguments": {"query": "SELECT 1"}}}  # fmt: skip
+    texts = []
+    with httpx.Client(base_url=url, timeout=60) as client:
+        texts += [client.post("/reset", json={"task_id": task_id}).text]
+        texts += [client.post("/step", json={"action": {"text": "SELECT 1"}}).text]
+        texts += [client.get(path).text for path in ("/state", "/metadata", "/schema", "/gfcr", "/health")]
+        texts += [client.get("/list_environments").text, client.get(f"/{name}/splits").text]
+        texts += [client.post(f"/{name}/task", json={"split": "all", "index": i}).text for i in range(3)]
+        texts += [client.post(f"/{name}/task_range", json={"split": "all", "start": 0, "stop": 64}).text]
+        texts += [client.post("/mcp", json={**rpc, "method": "tools/list", "params": {}}).text]
+        texts += [client.post("/mcp", json=rpc).text]
+    with connect(url.replace("http://", "ws://") + "/ws", proxy=None) as ws:
+        for message in ({"type": "reset", "data": {"task_id": task_id}}, {"type": "step", "data": {"text": "x"}},
+                        {"type": "step", "data": {"text": "```sql\nSELECT 1\n```"}}, {"type": "state"},
+                        {"type": "mcp", "data": rpc}):  # fmt: skip
+            ws.send(json.dumps(message))
+            texts.append(str(ws.recv(timeout=60)))
+    return texts
+
+
+def leaked(texts: list[str], golds: list[str]) -> list[str]:
+    """The gold strings that appear in `texts` (raw or JSON-escaped)."""
+    joined = "\n".join(texts)
+    return [g for g in golds if g in joined or json.dumps(g)[1:-1] in joined]
+
+
+@pytest.fixture(scope="module")
+def sql_tasks():
+    env = gym.make("gfcr/SQL-v0")
+    tasks = [env.unwrapped.tasks[i] for i in range(64)]
+    env.close()
+    return tasks
+
+
+def test_a_default_server_sends_no_gold_and_no_task_metadata_on_any_route(sql_tasks):
+    golds = [str(t.gold) for t in sql_tasks]
+    with serving(create_app("gfcr/SQL-v0")) as url:
+        texts = every_route(url, sql_tasks[0].id)
+        assert leaked(texts, golds) == []
+        first = json.loads(texts[0])["metadata"]["task"]
+        assert (first["id"], first["gold"], first["metadata"]) == (sql_tasks[0].id, None, {"gold_withheld": True})
+        assert json.loads(texts[-1])["data"]["result"]["reward"] == 0.0  # grading happens on the server
+        remote = gym.make("gfcr/Remote-v0", url=url)
+        _, info = remote.reset(options={"task_id": sql_tasks[0].id})
+        assert info["task"].gold is None and remote.unwrapped.tasks[0].gold is None
+        oracle = gym.make("gfcr/SQL-v0").unwrapped.oracle(sql_tasks[0], [])  # the right answer, played here
+        assert remote.step(oracle)[1] == 1.0  # the remote env's reward needs no gold on this side
+        with pytest.raises(gfcr.ConfigError, match="--send-gold"):
+            remote.unwrapped.oracle(info["task"], [])
+        remote.close()
+    with serving(create_app("gfcr/SQL-v0", send_gold=True)) as url:  # the opt-in: trusted clients only
+        assert leaked(every_route(url, sql_tasks[0].id), golds[:1]) == golds[:1]
+        assert httpx.get(f"{url}/gfcr").json()["sends_gold"] is True
+
+
+def test_the_oracle_over_a_default_server_fails_saying_it_needs_send_gold():
+    with serving(create_app("gfcr/ToolUse-v0")) as url:
+        result = Runner(make_policy("scripted:oracle"), RunnerConfig(env_urls=(url,))).run(
+            episodes_for_env("gfcr/ToolUse-v0", 2)
+        )
+    assert [t.status for t in result.trajectories] == ["failed", "failed"]
+    assert all("--send-gold" in t.failure for t in result.trajectories), result.trajectories[0].failure
+
+
+def test_credentials_in_env_keywords_are_masked_and_the_runner_still_finds_its_server(pg_url):
+    secret_url = pg_url.replace("postgres@", "postgres:hunter2@", 1)  # trust authentication ignores it
+    kwargs = {"engine": secret_url}
+    with serving(create_app("gfcr/SQL-v0", kwargs)) as url:
+        shown = [httpx.get(f"{url}{path}").text for path in ("/gfcr", "/metadata")]
+        assert all("hunter2" not in text and "postgres:***@" in text for text in shown), shown
+        result = Runner(make_policy("scripted:random"), RunnerConfig(env_urls=(url,))).run(
+            episodes_for_env("gfcr/SQL-v0", 2, kwargs=kwargs)
+        )
+        assert all(t.status == "ok" for t in result.trajectories)
+        assert httpx.get(f"{url}/gfcr").json()["sessions_started"] >= 1  # matched with the password masked
+
+
+def test_a_bench_report_masks_the_env_servers_token(tooluse_server, tmp_path):
+    from gfcr.apps.bench.bench import BenchConfig, bench
+    from gfcr.apps.bench.report import write_report
+
+    url, token = tooluse_server
+    config = BenchConfig(("gfcr/Remote-v0",), ("scripted:random",), num_tasks=2, report=tmp_path,
+                         env_kwargs={"url": url, "token": token})  # fmt: skip
+    write_report(config, bench(config))
+    kinds = (".json", ".jsonl", ".html")
+    written = {path: path.read_text() for path in tmp_path.rglob("*") if path.suffix in kinds}
+    assert written and not [path for path, text in written.items() if token in text]
+    assert 'token=\\"***\\"' in written[tmp_path / "results.json"]

@@ -27,6 +27,7 @@ from gfcr.agents.runner.env_host import EnvConfig
 from gfcr.agents.runner.specs import episodes_for_suite
 from gfcr.apps.bench.metrics import Scores, score
 from gfcr.core import Trajectory
+from gfcr.core.redact import redact
 from gfcr.errors import ConfigError, UnknownNameError
 from gfcr.registry import list_envs
 from gfcr.suites import Suite, SuiteEntry, list_suites, load_suite, make_suite
@@ -117,8 +118,10 @@ def resolve_suite(
 
 
 def config_label(config: EnvConfig) -> str:
-    """`gfcr/Math-v0 dataset=mmath tools=["calculator"]`: an env configuration, readable."""
-    return " ".join([config.env_id] + [f"{k}={json.dumps(v)}" for k, v in sorted(config.kwargs.items())])
+    """`gfcr/Math-v0 dataset=mmath tools=["calculator"]`: an env configuration, readable, with its
+    credentials masked (reports are shared: `engine="postgresql://user:***@host/db"`)."""
+    kwargs = redact(config.kwargs)
+    return " ".join([config.env_id] + [f"{k}={json.dumps(v)}" for k, v in sorted(kwargs.items())])
 
 
 def bench(
@@ -132,8 +135,9 @@ def bench(
     labels = {spec.id: config_label(spec.env) for spec in specs}
     k = max([config.k, *(spec.sample + 1 for spec in specs)])
     results = []
-    for number, agent in enumerate(config.agents, 1):
-        policy = make_policy(agent)
+    for number, agent_spec in enumerate(config.agents, 1):
+        policy = make_policy(agent_spec)
+        agent = redact(agent_spec)  # as the report names it: a spec's base URL may carry a key
         path = config.report_dir / "trajectories" / f"{_slug(agent)}.jsonl"
         which = f" (agent {number} of {len(config.agents)})" if len(config.agents) > 1 else ""
         run = Runner(policy, config.runner).run(
