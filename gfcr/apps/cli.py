@@ -567,13 +567,13 @@ def serve(
 
 @app.command("serve-env")
 @config_options(AdmissionConfig, param="admission", panel="Admission (env calls at once, over all sessions)")
+@config_options(
+    ConnectionLimits, param="limits", aliases={"read_timeout_s": ["--read-timeout"]}, panel="Connections"
+)
 def serve_env(
     env_id: Annotated[str, typer.Argument(help="Env id to serve, e.g. gfcr/Math-v0 (see `gfcr list`).")],
     env_args: EnvArgs = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-@config_options(
-    ConnectionLimits, param="limits", aliases={"read_timeout_s": ["--read-timeout"]}, panel="Connections"
-)
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     max_sessions: Annotated[
         int, typer.Option(help="Sessions (one env each) at once; more are refused.")
@@ -586,10 +586,6 @@ def serve_env(
         typer.Option(envvar="GFCR_SERVE_TOKEN", help="Bearer token clients must send (default: none)."),
     ] = None,
     max_request_bytes: Annotated[int, typer.Option(help="Largest request or WebSocket message.")] = 1 << 20,
-    *,
-    admission: AdmissionConfig,
-) -> None:
-    """Serve an env over the OpenEnv protocol (HTTP and WebSocket; openenv's clients, TRL, gfcr/Remote-v0)."""
     send_gold: Annotated[
         bool,
         typer.Option(
@@ -599,9 +595,13 @@ def serve_env(
             "computed on the server either way.",
         ),
     ] = False,
+    *,
+    admission: AdmissionConfig,
+    limits: ConnectionLimits,
+) -> None:
+    """Serve an env over the OpenEnv protocol (HTTP and WebSocket; openenv's clients, TRL, gfcr/Remote-v0)."""
     try:
         with needs_extra("gfcr serve-env"):
-    limits: ConnectionLimits,
             from gfcr.remote import serve_env as run_server
         kwargs = _parse_env_args(env_args or [])
         console.print(
@@ -617,12 +617,12 @@ def serve_env(
             token=token,
             max_request_bytes=max_request_bytes,
             admission=admission,
+            send_gold=send_gold,
+            limits=limits,
             **kwargs,
         )
     except GfcrError as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
-            send_gold=send_gold,
-            limits=limits,
         raise typer.Exit(2) from e
 
 
