@@ -6,7 +6,9 @@ infrastructure fault: the calls past the budget are not run, each saying why, an
 truncated with an observation that names the limit and the keyword that raises it. Each call that
 runs has the step's deadline (`gfcr.core.tools.time_left`), so one slow call cannot overrun it
 either. The default budget sits well inside the runner's `env_timeout_s` (300 s), which is kept
-for real faults: with the defaults, an agent cannot turn a stall into a failed episode.
+for real faults: with the defaults, an agent cannot turn a stall into a failed episode. Nor is
+the agent charged for the infrastructure's delays: time a call spends queued for a shared
+resource (a sandbox slot, an LLM user; `gfcr.core.admission`) moves the step's deadline back.
 
 >>> budget = StepBudget(max_tool_calls=2, step_time_s=60)
 >>> budget.start()
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import time
 
+from gfcr.core.admission import waited
 from gfcr.errors import ConfigError
 
 DEFAULT_MAX_TOOL_CALLS = 50  # the browser reads up to 50 calls a message, and its oracle sends that many
@@ -43,13 +46,21 @@ class StepBudget:
                 f"of one step's tool calls (default {DEFAULT_STEP_TIME_S:g})"
             )
         self.max_tool_calls, self.step_time_s = max_tool_calls, float(step_time_s)
-        self.deadline = float("inf")  # a `time.monotonic()` instant; none before the first step
+        self._started = float("inf")  # a `time.monotonic()` instant; none before the first step
+        self._waited_before = 0.0  # the step's queueing ledger when it started
         self.calls = 0
         self.exceeded: str | None = None  # the keyword of the limit this step went past
 
     def start(self) -> None:
         """A new step: no calls yet, and `step_time_s` from now."""
-        self.deadline, self.calls, self.exceeded = time.monotonic() + self.step_time_s, 0, None
+        self._started, self._waited_before = time.monotonic(), waited()
+        self.calls, self.exceeded = 0, None
+
+    @property
+    def deadline(self) -> float:
+        """The `time.monotonic()` instant the step's calls must end by: `step_time_s` after its
+        start, plus what they queued for shared resources since (the infrastructure's time)."""
+        return self._started + self.step_time_s + (waited() - self._waited_before)
 
     def admit(self) -> str | None:
         """Count one more call: None if it may run, else why not (the step is then over budget)."""

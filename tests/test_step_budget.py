@@ -14,6 +14,7 @@ import inspect
 import json
 import logging
 import re
+import threading
 from collections.abc import Sequence
 
 import gymnasium as gym
@@ -121,6 +122,47 @@ def test_a_step_within_budget_goes_on():
     env.reset(options={"task_id": "tooluse/3"})
     _, _, terminated, truncated, info = env.step(calls("lookup", {}, times=2))
     assert not (terminated or truncated) and [m.content for m in info["messages"]] == ["3", "3"]
+
+
+def test_time_queued_for_a_shared_resource_is_not_charged_to_the_agent():
+    """A call that waits for a sandbox slot held elsewhere moves the step's deadline back: the
+    infrastructure's delay never truncates the agent (nor fails it, within the queue's deadline)."""
+    from gfcr.core import Task, ToolSpec
+    from gfcr.core.admission import Admission
+    from gfcr.envs.base import TextEnv
+    from gfcr.envs.tasks import TaskSource
+
+    gate = Admission("sandbox", max_concurrency=1, queue_timeout_s=30.0)
+
+    def compute() -> str:
+        """Run something on the shared sandbox."""
+        with gate.admit():
+            return "done"
+
+    class Queued(TextEnv):
+        def __init__(self) -> None:
+            tasks = TaskSource.from_tasks("q", [Task("q/0", "Compute twice.", "")])
+            super().__init__(tasks, tools=[ToolSpec.from_function(compute)], max_turns=2, step_time_s=0.5)
+
+        def respond(self, action):
+            return self.run_tools(action)
+
+    env = Queued()
+    env.reset()
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:  # another episode's sandbox run, holding the one slot for 1.5 s
+        with gate.admit():
+            held.set()
+            release.wait(1.5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    _, _, _, truncated, info = env.step(calls("compute", {}, times=2))
+    holder.join()
+    assert [m.content for m in info["messages"]] == ["done", "done"] and not truncated
+    assert info["wait_s"]["sandbox"] > 0.5  # it queued past the whole step budget, and was not charged
 
 
 # -- one test per family ---------------------------------------------------------------------------

@@ -176,6 +176,13 @@ def record_wait(resource: str, seconds: float) -> None:
         ledger.add(resource, seconds)
 
 
+def waited() -> float:
+    """Seconds waited in all, so far, by the admissions of the `collect_waits` block open in this
+    context (0.0 if none is open)."""
+    ledger = _ledger.get()
+    return sum(ledger.values()) if ledger is not None else 0.0
+
+
 def add_waits(total: Mapping[str, float] | None, more: Mapping[str, float] | None) -> dict[str, float]:
     """`total` and `more` summed by resource (either may be None or hold junk from the wire: a
     non-number is left out rather than trusted).
