@@ -213,7 +213,10 @@ def test_host_paths_stay_hidden(engine, pg_url):
 
 SQL_AS_TEXT = {  # functions that run a query given as a string, which the static check never sees
     "duckdb": ["""SELECT * FROM "query"('SELECT 4242 AS hidden')""", "SELECT * FROM Query('SELECT 4242')"],
-    "postgresql": ["""SELECT "query_to_xml"('SELECT 4242 AS hidden', true, false, '')"""],
+    "postgresql": [
+        """SELECT "query_to_xml"('SELECT 4242 AS hidden', true, false, '')""",
+        r"""SELECT U&"\0071uery_to_xml"('SELECT 4242 AS hidden', true, false, '')""",  # q, escaped
+    ],
 }
 
 

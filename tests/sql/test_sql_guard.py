@@ -104,6 +104,7 @@ REFUSED = [
     """SELECT * FROM "read_csv"('/etc/passwd')""",
     "SELECT * FROM Read_Parquet('/tmp/x.parquet')",
     "SELECT * FROM glob('/*')",
+    r"""SELECT U&"\0063urrent_setting"('data_directory')""",  # PostgreSQL's Unicode-escaped name
     # SQL given as text
     """SELECT * FROM "query"('SELECT path FROM duckdb_databases()')""",
     "SELECT * FROM query_table('Artist')",

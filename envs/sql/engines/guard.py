@@ -34,7 +34,7 @@ from typing import Any
 from sqlglot import expressions as exp
 from sqlglot.dialects.dialect import Dialect as SqlglotDialect
 from sqlglot.errors import ParseError, TokenError
-from sqlglot.tokens import TokenType
+from sqlglot.tokens import Token, TokenType
 
 from gfcr.envs.sql.data.schema import Dialect
 from gfcr.errors import QueryError, UnsafeQueryError
@@ -125,6 +125,10 @@ def check_query(sql: str, dialect: Dialect, tables: Collection[str] | None = Non
         raise QueryError("empty query: write one SELECT statement")
     if any(token.token_type == TokenType.SEMICOLON for token in tokens):
         raise UnsafeQueryError("only one statement per query: found a second one after ';'")
+    if _unicode_escaped_identifier(tokens):
+        raise UnsafeQueryError(
+            'Unicode-escaped identifiers (U&"…") are not allowed: write the name as plain text'
+        )
     try:
         (tree,) = reader.parser().parse(tokens, sql)
     except ParseError as e:
@@ -143,6 +147,22 @@ def check_query(sql: str, dialect: Dialect, tables: Collection[str] | None = Non
     for node in tree.walk():
         _check_node(node, dialect, tables)
     return sql[: tokens[-1].end + 1]
+
+
+def _unicode_escaped_identifier(tokens: list[Token]) -> bool:
+    """Whether `tokens` hold PostgreSQL's (and DuckDB's) `U&"\\0063urrent_setting"` form.
+
+    sqlglot reads it as `U & "\\0063urrent_setting"`, so the name it checks is not the one the
+    engine calls.
+    """
+    return any(
+        first.text.upper() == "U"
+        and amp.token_type == TokenType.AMP
+        and name.token_type == TokenType.IDENTIFIER
+        and first.end + 1 == amp.start
+        and amp.end + 1 == name.start
+        for first, amp, name in zip(tokens, tokens[1:], tokens[2:], strict=False)  # consecutive triples
+    )
 
 
 def _check_node(node: Node, dialect: Dialect, tables: Collection[str] | None) -> None:
