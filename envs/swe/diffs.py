@@ -109,7 +109,9 @@ def parse(patch: str) -> list[FilePatch]:
     >>> [(p.path, p.created) for p in parse("--- /dev/null\\n+++ b/new.py\\n@@ -0,0 +1 @@\\n+x = 1\\n")]
     [('new.py', True)]
     """
-    lines, files, i = lines_of(patch if patch.endswith("\n") else patch + "\n"), [], 0
+    lines = lines_of(patch if patch.endswith("\n") else patch + "\n")
+    files: list[FilePatch] = []
+    i = 0
     while i < len(lines):
         line = lines[i].rstrip("\n")
         if line.startswith(_INERT) or not line.strip():

@@ -29,7 +29,7 @@ import stat
 import subprocess
 import tarfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ MAX_MATCHES = 100
 MAX_LISTED = 400
 MAX_OUTPUT = 20_000
 TEST_TIMEOUT_S = 10.0  # per test: a hanging test fails, the run goes on
+COLLECT_TIMEOUT_S = 60.0  # pytest's start-up (conftests), and the import of each test file
 POLL_S = 0.05
 # The test process: `-I` keeps the repository off sys.path[0] (and ignores PYTHON* variables) while
 # pytest starts; the repository's folders then go after the standard library, before the installed
@@ -264,38 +265,58 @@ def bash(command: str, timeout_s: float = 60.0) -> str:
 
 
 def run_tests(
-    paths: list[str], pythonpath: list[str], timeout_s: float = 120.0, test_timeout_s: float = TEST_TIMEOUT_S
+    paths: list[str],
+    pythonpath: list[str],
+    timeout_s: float = 120.0,
+    test_timeout_s: float = TEST_TIMEOUT_S,
+    collect_timeout_s: float = COLLECT_TIMEOUT_S,
 ) -> dict[str, Any]:
     """Run pytest on `paths` (files or node ids); {"outcomes": {id: outcome}, "messages": {id: text},
     "summary": str}. An outcome is "passed", "failed", "skipped" or "error".
 
     A test that runs past `test_timeout_s` is stopped from here, outside its process: the process
     is killed, the test fails with a message saying so, and pytest starts again on the tests not
-    yet run. The whole run stops after `timeout_s`.
+    yet run. So is a test file whose import runs past `collect_timeout_s` (an "error" under the
+    file's path; the others run) and pytest's start-up (every path an "error"). The whole run
+    stops after `timeout_s`.
     """
     missing = [p for p in paths if not (ROOT / p.split("::", 1)[0]).exists()]
     paths = [p for p in paths if p not in missing]
-    run = _Run(dict.fromkeys(missing, "error"), dict.fromkeys(missing, "no such test file"), [])
+    run = _Run(test_timeout_s, collect_timeout_s, dict.fromkeys(missing, "error"))
+    run.messages.update(dict.fromkeys(missing, "no such test file"))
     if not paths:
         return {"outcomes": run.outcomes, "messages": run.messages, "summary": "no test file to run"}
     deadline = time.monotonic() + timeout_s
-    while True:
-        stopped, summary = _pytest(paths, pythonpath, deadline, test_timeout_s, run)
+    while paths:
+        stopped, summary = _pytest(paths, pythonpath, deadline, run)
         if stopped is None:
             break
-        run.outcomes[stopped] = "failed"
-        run.messages[stopped] = f"the test ran past {test_timeout_s:g} s and was stopped"
-        run.done.append(stopped)
+        if not stopped:  # pytest's start-up: loading a conftest, or what it imports, hangs
+            run.outcomes.update(dict.fromkeys(paths, "error"))
+            run.messages.update(dict.fromkeys(paths, f"pytest's start-up ran past {collect_timeout_s:g} s"))
+            break
+        if "::" in stopped:
+            run.outcomes[stopped] = "failed"
+            run.messages[stopped] = f"the test ran past {test_timeout_s:g} s and was stopped"
+            run.done.append(stopped)
+        else:  # a test file (or package) whose import hangs
+            run.outcomes[stopped] = "error"
+            run.messages[stopped] = f"importing it ran past {collect_timeout_s:g} s and was stopped"
+            run.ignored.append(stopped)
+            paths = [p for p in paths if not (p.split("::", 1)[0] + "/").startswith(stopped + "/")]
     return {"outcomes": run.outcomes, "messages": run.messages, "summary": summary}
 
 
 @dataclass
 class _Run:
-    """What the pytest processes of one `run_tests` reported: outcomes, messages, tests done."""
+    """One `run_tests`: its time limits, and what its pytest processes reported."""
 
-    outcomes: dict[str, str]
-    messages: dict[str, str]
-    done: list[str]  # torn down or stopped: a restarted pytest deselects them
+    test_timeout_s: float
+    collect_timeout_s: float
+    outcomes: dict[str, str] = field(default_factory=dict)
+    messages: dict[str, str] = field(default_factory=dict)
+    done: list[str] = field(default_factory=list)  # tests torn down or stopped: a restart deselects them
+    ignored: list[str] = field(default_factory=list)  # test files whose import was stopped: left out
 
     def read(self, event: dict[str, str]) -> None:
         if "finish" in event:
@@ -306,16 +327,15 @@ class _Run:
                 self.messages[event["id"]] = event["message"]
 
 
-def _pytest(
-    paths: list[str], pythonpath: list[str], deadline: float, test_timeout_s: float, run: _Run
-) -> tuple[str | None, str]:
+def _pytest(paths: list[str], pythonpath: list[str], deadline: float, run: _Run) -> tuple[str | None, str]:
     """One pytest process on `paths` less the tests done, its events read into `run` as they come;
-    (the test it was stopped in for running too long, or None; its output's last lines). At
-    `deadline` it is stopped for good."""
+    (what it was stopped in for running too long: a test's id, a test file's path, "" for its
+    start-up; or None; its output's last lines). At `deadline` it is stopped for good."""
     report, output = STATE / "report.jsonl", STATE / "pytest.out"
     report.write_text("")
     arguments = ["-p", "no:cacheprovider", "-o", "addopts=", "-q", "--no-header", "-rN", "--tb=short"]
-    arguments += [f"--deselect={test}" for test in run.done] + paths
+    arguments += [f"--deselect={test}" for test in run.done] + [f"--ignore={file}" for file in run.ignored]
+    arguments += paths
     folders = [str(ROOT), *(str(ROOT / p) for p in pythonpath)]
     plugin = str(STATE / f"{PLUGIN}.py")
     command = ["python3", "-I", "-B", "-c", LAUNCHER, json.dumps(folders), plugin, json.dumps(arguments)]
@@ -325,8 +345,8 @@ def _pytest(
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         "GFCR_PYTEST_REPORT": str(report),
     }
-    running: str | None = None
-    since, overdue, late = time.monotonic(), False, False
+    running: str | None = ""  # the start-up, until the first test file is collected
+    limit, since, overdue, late = run.collect_timeout_s, time.monotonic(), False, False
     with open(output, "w+", encoding="utf-8", errors="replace") as out, open(report, "rb") as events:
         process = subprocess.Popen(
             command,
@@ -340,14 +360,16 @@ def _pytest(
             exited = _wait(process, POLL_S)
             for event in _events(events):
                 if "start" in event:
-                    running, since = event["start"], time.monotonic()
-                elif "finish" in event:
+                    running, limit, since = event["start"], run.test_timeout_s, time.monotonic()
+                elif "collecting" in event:
+                    running, limit, since = event["collecting"], run.collect_timeout_s, time.monotonic()
+                elif "finish" in event or "collected" in event:
                     running = None
                 run.read(event)
             if exited:
                 break
             late = time.monotonic() >= deadline
-            overdue = not late and running is not None and time.monotonic() - since > test_timeout_s
+            overdue = not late and running is not None and time.monotonic() - since > limit
             if overdue or late:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()

@@ -2,12 +2,14 @@
 
 The kit loads it by path (`gfcr.envs.swe.kit`, with every other plugin's autoload off) and reads
 the file named by $GFCR_PYTEST_REPORT while pytest runs: `{"start": id}` when a test begins,
-`{"finish": id}` when it is torn down, and `{"id": id, "outcome": …, "message": …}` for each
-outcome. An outcome is "passed", "failed", "skipped" or "error" (a failure outside the test's
+`{"finish": id}` when it is torn down, `{"collecting": path}` and `{"collected": path}` around
+the import of each test file, and `{"id": id, "outcome": …, "message": …}` for each outcome. An
+outcome is "passed", "failed", "skipped" or "error" (a failure outside the test's
 call: set-up, tear-down, or a test file that cannot be collected, recorded under the file's
 path); a later line for the same test replaces an earlier one. The message holds a failure's `E`
 lines. The time each test may take is kept from outside this process, by the kit, which sees
-the `start` lines: nothing a test does to its own process (blocking SIGALRM, say) can stretch it.
+the `start` and `collecting` lines: nothing a test does to its own process (blocking SIGALRM, say)
+can stretch it.
 Standard library and pytest only.
 """
 
@@ -16,6 +18,8 @@ from __future__ import annotations
 import json
 import os
 from typing import Any
+
+import pytest
 
 MAX_MESSAGE = 600
 
@@ -56,6 +60,12 @@ def pytest_runtest_logreport(report: Any) -> None:
         _outcome(report.nodeid, "error", report)
 
 
+def pytest_collectstart(collector: Any) -> None:
+    if isinstance(collector, pytest.File):
+        _write({"collecting": collector.nodeid})
+
+
 def pytest_collectreport(report: Any) -> None:
     if report.failed:
         _outcome(report.nodeid, "error", report)
+    _write({"collected": report.nodeid})

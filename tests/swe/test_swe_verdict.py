@@ -10,6 +10,7 @@ with a test file at the root (like inflection) and one in `tests/`.
 
 from __future__ import annotations
 
+import base64
 import difflib
 import json
 import shlex
@@ -19,7 +20,7 @@ import gymnasium as gym
 import pytest
 
 import gfcr  # noqa: F401  (registers the envs)
-from gfcr.envs.swe.evaluation import Limits, evaluate
+from gfcr.envs.swe.evaluation import Limits, evaluate, kit_source, plugin_source
 from gfcr.envs.swe.projects import Snapshot
 from gfcr.sandboxes.factory import shared_sandbox
 
@@ -167,6 +168,46 @@ def test_a_patch_that_blocks_sigalrm_cannot_stretch_a_hanging_test(repo):
     assert "ran past 10 s" in resolution.messages["test_calc.py::test_add"]
     assert set(resolution.pass_to_pass.values()) == {"passed"}
     assert took < 45, took  # not the run's limit of 80 s
+
+
+def kit_run_tests(repo: Snapshot, paths: list[str], **limits: float) -> dict:
+    """The kit's `run_tests` on `repo`, in a fresh sandbox, with the time limits given."""
+    code = (
+        kit_source()
+        + f"\nimport sys\nunpack(sys.stdin.read(), {plugin_source()!r})\n"
+        + f"print(json.dumps(run_tests({paths!r}, ['src'], 60, **{limits!r})))\n"
+    )
+    stdin = base64.b64encode(repo.archive).decode("ascii")
+    result = shared_sandbox("local").run(
+        code, stdin=stdin, limits=Limits(wall_s=90.0, cpu_s=90.0, memory_mb=2048)
+    )
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_a_test_file_whose_import_hangs_is_stopped_and_the_others_still_run(repo):
+    # the library hangs when the root test file imports it (sys.modules holds a module as it runs)
+    hangs = (
+        'import sys\n\nwhile "test_calc" in sys.modules:\n    pass\n\n\ndef add(a, b):\n    return a + b\n'
+    )
+    patched = repo.patched(diff("src/calc/ops.py", REPO["src/calc/ops.py"], hangs))
+    started = time.monotonic()
+    answer = kit_run_tests(
+        patched, ["test_calc.py", "tests/test_more.py"], test_timeout_s=3.0, collect_timeout_s=3.0
+    )
+    assert answer["outcomes"] == {"test_calc.py": "error", "tests/test_more.py::test_zero_again": "passed"}
+    assert "importing it ran past 3 s" in answer["messages"]["test_calc.py"]
+    assert time.monotonic() - started < 30
+
+
+def test_a_start_up_that_hangs_is_stopped(repo):
+    # a conftest of the project's own imports the library, which now hangs on import
+    hangs = "while True:\n    pass\n"
+    patched = repo.changed({"conftest.py": b"import calc\n"}).patched(
+        diff("src/calc/ops.py", REPO["src/calc/ops.py"], hangs)
+    )
+    answer = kit_run_tests(patched, ["test_calc.py"], test_timeout_s=3.0, collect_timeout_s=3.0)
+    assert answer["outcomes"] == {"test_calc.py": "error"}
+    assert "start-up ran past 3 s" in answer["messages"]["test_calc.py"]
 
 
 def call(name: str, **arguments: object) -> str:
