@@ -105,6 +105,9 @@ REFUSED = [
     "SELECT * FROM Read_Parquet('/tmp/x.parquet')",
     "SELECT * FROM glob('/*')",
     r"""SELECT U&"\0063urrent_setting"('data_directory')""",  # PostgreSQL's Unicode-escaped name
+    "SELECT pg_stat_get_activity(NULL)",  # other sessions' queries, as the pg_stat_activity view shows
+    "SELECT pg_stat_get_backend_activity(1)",
+    "SELECT pg_show_all_settings()",
     # SQL given as text
     """SELECT * FROM "query"('SELECT path FROM duckdb_databases()')""",
     "SELECT * FROM query_table('Artist')",

@@ -72,15 +72,20 @@ FORBIDDEN_FUNCTIONS = frozenset(
         "query_to_xml", "query_to_xml_and_xmlschema", "query_to_xmlschema", "cursor_to_xml",
         "pg_logical_emit_message",
         "nextval", "setval", "pg_notify",
+        # ... and that show other sessions' queries (other episodes' gold SQL) or the settings
+        "pg_stat_get_activity",
         # DuckDB
         "read_csv", "read_csv_auto", "read_parquet", "parquet_scan", "parquet_metadata", "parquet_schema",
         "read_json", "read_json_auto", "read_json_objects", "read_ndjson", "read_ndjson_auto", "read_text",
         "read_blob", "glob", "sniff_csv", "query", "query_table", "getenv", "duckdb_secrets", "from_csv_auto",
+        "json_execute_serialized_sql",
         # ... and that show host paths (the database file, its temp and secret directories)
         "duckdb_databases", "duckdb_settings", "current_setting", "duckdb_extensions", "which_secret",
     }
 )  # fmt: skip
-_FORBIDDEN_PREFIXES = ("dblink", "pg_advisory", "pg_try_advisory", "lo_")
+_FORBIDDEN_PREFIXES = (
+    "dblink", "pg_advisory", "pg_try_advisory", "lo_", "pg_stat_get_backend", "pg_show_all",
+)  # fmt: skip
 _TABLES_SHOWN = 12  # tables named in a refusal, at most
 
 
