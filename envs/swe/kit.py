@@ -80,10 +80,9 @@ def unpack(archive_b64: str, plugin_source: str) -> dict[str, Any]:
     ROOT.mkdir(parents=True)
     STATE.mkdir(parents=True, exist_ok=True)
     (STATE / f"{PLUGIN}.py").write_text(plugin_source)
+    # gfcr built this archive (regular files only); the sandbox confines it anyway
     with tarfile.open(fileobj=io.BytesIO(base64.b64decode(archive_b64)), mode="r:gz") as archive:
-        archive.extractall(
-            ROOT
-        )  # gfcr built this archive (regular files only); the sandbox confines it anyway
+        archive.extractall(ROOT)
     return {"ok": True, "error": ""}
 
 
@@ -122,10 +121,11 @@ def _relative(path: Path) -> str:
     return path.relative_to(ROOT).as_posix() or "."
 
 
-def _walk(start: Path) -> list[Path]:
+def _walk(start: Path, *, metadata: bool = False) -> list[Path]:
+    """The files under `start`, without caches (and without `*.egg-info` unless `metadata`)."""
     files = []
     for folder, dirs, names in os.walk(start):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info"))
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and (metadata or not d.endswith(".egg-info")))
         files += [Path(folder) / name for name in sorted(names) if not name.endswith(".pyc")]
     return files
 
@@ -408,13 +408,17 @@ def _wait(process: subprocess.Popen, seconds: float) -> bool:
 
 
 def digests() -> dict[str, list]:
-    """Every regular file of the repository: path -> [size, sha256] (what the host compares with
-    the repository as the task began). Symbolic links and special files are left out."""
+    """Every regular file of the repository but caches: path -> [size, sha256] (what the host
+    compares with the repository as the task began; packaging metadata included, so that the
+    verdict sees it). Symbolic links, special files and files it cannot read are left out."""
     listing = {}
-    for path in _walk(ROOT):
-        info = path.lstat()
-        if stat.S_ISREG(info.st_mode):
-            listing[path.relative_to(ROOT).as_posix()] = [info.st_size, _sha256(path)]
+    for path in _walk(ROOT, metadata=True):
+        try:
+            info = path.lstat()
+            if stat.S_ISREG(info.st_mode):
+                listing[path.relative_to(ROOT).as_posix()] = [info.st_size, _sha256(path)]
+        except OSError:
+            continue  # unreadable (the agent's chmod): like a file that is not there
     return listing
 
 

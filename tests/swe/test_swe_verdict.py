@@ -31,6 +31,7 @@ REPO = {
     "test_calc.py": TEST_CALC,
     "tests/test_more.py": "from calc import add\n\n\ndef test_zero_again():\n    assert add(0, 0) == 0\n",
     "setup.cfg": "[metadata]\nname = calc\n",
+    "src/calc.egg-info/PKG-INFO": "Metadata-Version: 2.1\nName: calc\n",  # the repository's own
 }
 FAIL_TO_PASS = ["test_calc.py::test_add"]
 PASS_TO_PASS = ["test_calc.py::test_zero", "tests/test_more.py::test_zero_again"]
@@ -232,6 +233,14 @@ def env(tmp_path):
 
 def bash_python(code: str) -> str:
     return call("bash", command=f"python3 -c {shlex.quote(code)}")
+
+
+def test_an_honest_fix_in_the_session_is_judged_with_nothing_left_out(env):
+    env.step(call("bash", command="python3 -c 'import sys; sys.path[:0] = [\"src\"]; import calc'"))  # caches
+    env.step(call("edit_file", path="src/calc/ops.py", old="a - b", new="a + b"))
+    assert env.unwrapped.workspace.patch == FIX
+    _, reward, _, _, info = env.step(call("submit"))
+    assert reward == 1.0 and not info["signals"]["touched_tests"]
 
 
 def test_the_agent_cannot_reach_the_copy_the_diff_is_taken_against(env):
