@@ -68,7 +68,9 @@ def process_server(command: list[str]) -> Iterator[str]:
 
 
 def serve_env(env_id: str) -> list[str]:
-    return [sys.executable, "-m", "gfcr", "serve-env", env_id, "--port", "{port}", "--max-sessions", "256"]
+    """A trainer-side server: `--send-gold`, since the Runner's episodes are played by the oracle."""
+    return [sys.executable, "-m", "gfcr", "serve-env", env_id, "--port", "{port}", "--max-sessions", "256",
+            "--send-gold"]  # fmt: skip
 
 
 def serve_app(app: str) -> list[str]:

@@ -286,10 +286,11 @@ def test_example_runs(example, tiny_model, tmp_path):
     assert "step 1" in done.stdout
 
 
-def test_grpo_trainer_through_a_remote_env(tiny_model, tmp_path, tooluse_server, monkeypatch):
+def test_grpo_trainer_through_a_remote_env(tiny_model, tmp_path, tooluse_gold_server, monkeypatch):
     """The same GRPO step with the env behind `gfcr serve-env` (gfcr/Remote-v0): tasks, episodes and
-    rewards come over the OpenEnv protocol."""
-    url, token = tooluse_server
+    rewards come over the OpenEnv protocol (from a trainer-side server, `--send-gold`: the oracle
+    plays from the gold data)."""
+    url, token = tooluse_gold_server
     monkeypatch.setenv("GFCR_SERVE_TOKEN", token)
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
