@@ -187,3 +187,11 @@ class SandboxUnavailableError(SandboxError):
 
 class StorageError(GfcrError):
     """A replay buffer or skill library cannot open, read or write its database."""
+
+
+class RunStoppedError(GfcrError):
+    """The runner ended a run early: a place it needs (an env server, the policy) kept failing.
+
+    The message names the place, how many failures in a row and the last one; everything written
+    so far stays, and running again with `resume=True` (`--resume`) finishes the run.
+    """

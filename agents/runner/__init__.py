@@ -6,7 +6,7 @@
 - the engine's parts: `batcher.py` (continuous batching of policy calls), `env_host.py` and
   `env_pools.py` (envs stepped in threads or processes), `ray_backend.py` (env workers as Ray
   actors), `episode.py` (one episode's state, token-in-token-out), `writer.py` (JSONL output),
-  `progress.py`, `threads.py`.
+  `outages.py` (places that keep failing taken out of service), `progress.py`, `threads.py`.
 """
 
 from gfcr.agents.runner.rollout import rollout

@@ -9,7 +9,9 @@ another batch. At most `policy.max_concurrent_batches` batches are in flight (1 
 model; more for servers and replicas that batch on their side).
 
 Blocking `generate` runs in a thread of its own; an `AsyncPolicy` is awaited directly. A batch
-that fails or passes `timeout_s` fails each of its requests with an `EpisodeError`.
+that fails or passes `timeout_s` fails each of its requests with an `EpisodeError`;
+`failed_in_a_row` counts such batches since the last good one (the runner stops a run whose
+policy keeps failing).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class Batcher:
         self._batch_s = 0.0  # moving average of a batch's duration
         self._free_since = 0.0  # when a batch slot last came free (time.monotonic)
         self.batches = 0
+        self.failed_in_a_row = 0  # batches that failed since the last one that did not
         self._pending: list[tuple[Request, asyncio.Future[list[Completion]], float]] = []
         self._in_flight = 0
         self._busy_since = 0.0
@@ -129,10 +132,12 @@ class Batcher:
             if isinstance(e, TimeoutError) and not isinstance(self.policy, AsyncPolicy):
                 self._executor.abandon()  # the hung call keeps its thread; later batches get another
             error = _as_episode_error(e, self.timeout_s)
+            self.failed_in_a_row += 1
             for _, future, _ in batch:
                 if not future.done():
                     future.set_exception(error)
         else:
+            self.failed_in_a_row = 0
             start = 0
             for request, future, _ in batch:
                 if not future.done():

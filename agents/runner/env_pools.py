@@ -5,9 +5,12 @@
 - `ProcessEnvPool`: `num_workers` processes, each an `EnvHost`; for CPU-heavy verifiers and envs
   that may crash. A call that hangs past the timeout kills its worker; the episodes placed there
   are run again ("env worker lost" is not their failure), and a fresh worker takes their place.
-- `RayEnvPool` (in `ray_backend.py`): the same with Ray actors, on one machine or many.
+- `RayEnvPool` (in `ray_backend.py`): the same with Ray actors, on one machine or many; the
+  episodes of a node that dies are run again ("env node lost"), and `lost` names the node.
 
-Every failure comes back as an `EpisodeError` naming the reason, with the env's traceback.
+Every failure comes back as an `EpisodeError` naming the reason, with the env's traceback. A pool
+names the place an episode's env runs on where it can be taken out of service (`where`: an env
+server's url), so the runner can stop sending work to a place that keeps failing (`exclude`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ MAIN_GUARD = (
     'code that runs the Runner under `if __name__ == "__main__":` (or use env_workers="thread")'
 )
 WORKER_LOST = "env worker lost"  # another episode's hang or crash took its worker: not its own failure
+NODE_LOST = "env node lost"  # the machine its worker ran on left the cluster: not its own failure either
 
 
 class EnvPool(Protocol):
@@ -52,6 +56,21 @@ class EnvPool(Protocol):
 
     async def close(self) -> None: ...
 
+    # Where episodes run, for the runner's accounting of infrastructure failures.
+    lost: dict[str, str]  # places that died mid-run (a Ray node) -> what happened, for the run's summary
+
+    def where(self, episode: str) -> str | None:
+        """The place `episode`'s env runs on that can be taken out of service (an env server), or None."""
+        ...
+
+    def exclude(self, place: str) -> None:
+        """Send no more episodes to `place`."""
+        ...
+
+    def can_run(self, config: EnvConfig) -> bool:
+        """Whether episodes of `config` still have a place to run."""
+        ...
+
 
 def describe(error: BaseException) -> str:
     """`Type: message` and the traceback, as a failure record carries it."""
@@ -68,6 +87,7 @@ class ThreadEnvPool:
         self._host = EnvHost(servers)
         self._executor = DaemonThreads(num_workers, "gfcr-env")
         self._timeout_s = timeout_s
+        self.lost: dict[str, str] = {}
 
     async def reset(
         self, episode: str, config: EnvConfig, task_id: str | None, seed: int | None
@@ -83,6 +103,16 @@ class ThreadEnvPool:
     async def close(self) -> None:
         self._host.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def where(self, episode: str) -> str | None:
+        return self._host.where(episode)
+
+    def exclude(self, place: str) -> None:
+        if self._host.servers is not None:
+            self._host.servers.exclude(place)
+
+    def can_run(self, config: EnvConfig) -> bool:
+        return self._host.servers is None or self._host.servers.can_run(config)
 
     async def _call(self, episode: str, function: Callable[..., Any], *args: Any) -> Any:
         """Run `function(*args)` in a worker; the timeout counts from when it starts, not while queued."""
@@ -126,6 +156,7 @@ class RemoteEnvPool:
         self._locks = [asyncio.Lock() for _ in range(num_workers)]
         self._load = [0] * num_workers
         self._placed: dict[str, tuple[int, Any]] = {}  # episode -> (slot, worker it was placed on)
+        self.lost: dict[str, str] = {}
 
     # -- what subclasses implement ---------------------------------------------------------------
 
@@ -146,6 +177,7 @@ class RemoteEnvPool:
     ) -> tuple[str, dict]:
         slot = min(range(len(self._workers)), key=self._load.__getitem__)
         self._load[slot] += 1
+        self._placed[episode] = (slot, None)  # released even if its worker fails to start
         async with self._locks[slot]:
             if self._workers[slot] is None:
                 self._workers[slot] = await asyncio.to_thread(self._start)
@@ -160,7 +192,7 @@ class RemoteEnvPool:
         if slot is None:
             return
         self._load[slot] -= 1
-        if worker is self._workers[slot]:
+        if worker is not None and worker is self._workers[slot]:
             try:
                 await self._call_on(slot, worker, episode, "release", (episode, reuse))
             except EpisodeError:
@@ -171,6 +203,15 @@ class RemoteEnvPool:
             if worker is not None:
                 self._kill(worker)
                 self._workers[slot] = None
+
+    def where(self, episode: str) -> str | None:
+        return None  # a hung or dead worker is replaced; there is no place to take out of service
+
+    def exclude(self, place: str) -> None:
+        pass
+
+    def can_run(self, config: EnvConfig) -> bool:
+        return True
 
     async def _call(self, episode: str, method: str, args: tuple) -> Any:
         if episode not in self._placed:
@@ -189,7 +230,7 @@ class RemoteEnvPool:
             try:
                 return await self._invoke(worker, method, args, self._timeout_s)
             except EpisodeError as e:
-                if e.reason in ("env timeout", "env worker died"):
+                if e.reason in ("env timeout", "env worker died", NODE_LOST):
                     logger.warning("restarting env worker %d: %s (episode %s)", slot, e.reason, episode)
                     self._kill(worker)
                     self._workers[slot] = None

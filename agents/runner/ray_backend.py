@@ -7,21 +7,29 @@ free one; for `hf:` and `vllm:` specs the driver loads only the tokenizer, so to
 works as with a local policy. Ray connects to the cluster in `RAY_ADDRESS`, or starts a local one.
 
 Env actors reserve no CPU by default (`num_cpus=0`): they mostly wait; give them CPUs on a
-cluster where verifiers are heavy.
+cluster where verifiers are heavy. They are spread over the cluster's live nodes in turn; when a
+node leaves the cluster (its machine died, or `ray stop` ran there), the episodes on it fail with
+"env node lost", the runner runs them again on the other nodes, and `RayEnvPool.lost` names the
+node for the run's summary (`RunResult.lost`). Ray declares a node dead once its health checks
+fail (`health_check_period_ms` x `health_check_failure_threshold`: 15 s by default).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gfcr.agents.policies.chat import ChatTokens
 from gfcr.agents.runner.env_host import EnvHost
-from gfcr.agents.runner.env_pools import RemoteEnvPool, describe
+from gfcr.agents.runner.env_pools import _START_TIMEOUT_S, NODE_LOST, RemoteEnvPool, describe
 from gfcr.core.policy import Completion, Request
 from gfcr.errors import ConfigError, EpisodeError, needs_extra
+
+logger = logging.getLogger(__name__)
 
 
 def _ray() -> Any:
@@ -33,26 +41,67 @@ def _ray() -> Any:
     return ray
 
 
+class _EnvWorker(EnvHost):
+    """The env actor's body: an `EnvHost` that answers when it is up."""
+
+    def ready(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class _Worker:
+    actor: Any
+    node_id: str
+    node: str  # the node as the run's summary names it: "ray node 1a2b3c4d (10.0.0.2)"
+
+
 class RayEnvPool(RemoteEnvPool):
-    """Env workers as Ray actors, started on first use; a hung actor is killed and replaced."""
+    """Env workers as Ray actors spread over the live nodes, started on first use; a hung actor is
+    killed and replaced, and a node that leaves the cluster is recorded in `lost`."""
 
     def __init__(self, num_workers: int, timeout_s: float, *, num_cpus: float = 0) -> None:
         super().__init__(num_workers, timeout_s)
         self._ray = _ray()
-        self._actor = self._ray.remote(EnvHost).options(num_cpus=num_cpus, max_concurrency=1)
+        self._actor = self._ray.remote(_EnvWorker)
+        self._num_cpus = num_cpus
+        self._turns = itertools.count()
+        self._lost_ids: set[str] = set()  # nodes seen leaving the cluster
 
-    def _start(self) -> Any:
-        return self._actor.remote()
+    def _start(self) -> _Worker:
+        """A worker on the next live node in turn, so that workers spread evenly: Ray's SPREAD and
+        soft node affinity are best effort (here they put 3 of 4 workers on one of two nodes)."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    async def _invoke(self, worker: Any, method: str, args: tuple, timeout_s: float) -> Any:
+        nodes = {n["NodeID"]: n["NodeManagerAddress"] for n in self._ray.nodes() if n["Alive"]}
+        live = sorted(set(nodes) - self._lost_ids)
+        if not live:
+            raise EpisodeError("env worker died", "no Ray node is left to start it on", retryable=True)
+        node_id = live[next(self._turns) % len(live)]
+        worker = _Worker(None, node_id, f"ray node {node_id[:8]} ({nodes[node_id]})")
+        strategy = NodeAffinitySchedulingStrategy(node_id, soft=False)
+        options = {"num_cpus": self._num_cpus, "max_concurrency": 1, "scheduling_strategy": strategy}
+        actor = self._actor.options(**options).remote()
+        try:
+            self._ray.get(actor.ready.remote(), timeout=_START_TIMEOUT_S)
+        except self._ray.exceptions.RayError as e:  # died, unschedulable, or no answer in time
+            self._ray.kill(actor)
+            if not self._alive(node_id):  # placed on a node that was leaving
+                raise self._node_lost(worker, "start") from e
+            raise EpisodeError("env worker died", f"a Ray worker did not start: {e}", retryable=True) from e
+        logger.info("env worker started on %s", worker.node)
+        return replace(worker, actor=actor)
+
+    async def _invoke(self, worker: _Worker, method: str, args: tuple, timeout_s: float) -> Any:
         ray = self._ray
         try:
             return await asyncio.wait_for(
-                asyncio.wrap_future(getattr(worker, method).remote(*args).future()), timeout_s
+                asyncio.wrap_future(getattr(worker.actor, method).remote(*args).future()), timeout_s
             )
         except TimeoutError:
             raise EpisodeError("env timeout", f"{method} took over {timeout_s} s") from None
         except ray.exceptions.RayActorError as e:
+            if not self._alive(worker.node_id):
+                raise self._node_lost(worker, method) from e
             raise EpisodeError(
                 "env worker died", f"Ray actor lost during {method}: {e}", retryable=True
             ) from e
@@ -60,8 +109,23 @@ class RayEnvPool(RemoteEnvPool):
             cause = e.cause if isinstance(e.cause, BaseException) else e
             raise EpisodeError("env error", describe(cause)) from e
 
-    def _kill(self, worker: Any) -> None:
-        self._ray.kill(worker)
+    def _alive(self, node_id: str) -> bool:
+        return node_id not in self._lost_ids and any(
+            n["NodeID"] == node_id and n["Alive"] for n in self._ray.nodes()
+        )
+
+    def _node_lost(self, worker: _Worker, method: str) -> EpisodeError:
+        """The error of an episode whose worker's node left the cluster; the node's first one records it."""
+        if worker.node_id not in self._lost_ids:
+            self._lost_ids.add(worker.node_id)
+            placed = [w for _, w in self._placed.values() if isinstance(w, _Worker)]
+            on_it = sum(w.node_id == worker.node_id for w in placed)
+            self.lost[worker.node] = f"left the cluster mid-run with {on_it} episodes on it, run again"
+            logger.warning("%s %s", worker.node, self.lost[worker.node])
+        return EpisodeError(NODE_LOST, f"{worker.node} left the cluster during {method}", retryable=True)
+
+    def _kill(self, worker: _Worker) -> None:
+        self._ray.kill(worker.actor)
 
 
 class _PolicyHost:

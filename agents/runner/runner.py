@@ -6,8 +6,11 @@ as soon as every active episode waits, or a straggler has held it up for a tenth
 time) and steps its env in an env pool off the loop (threads, processes or Ray actors).
 Per-episode limits: turns, completion tokens, wall time. A failing, hanging or crashing env or
 policy call fails that episode with a recorded reason (retried first when the failure is of a
-kind that may pass); the run goes on. Trajectories are written to JSONL as they finish
-(`TrajectoryWriter`), and `resume=True` skips the episodes a killed run already wrote.
+kind that may pass); the run goes on. But an env server that fails `max_consecutive_failures`
+episodes in a row is taken out of service (`Outages`) and its episodes run again on the other
+servers; when there is no other, or the policy fails that many batches in a row, the run stops
+early with `RunStoppedError` naming it. Trajectories are written to JSONL as they finish
+(`TrajectoryWriter`), and `resume=True` skips the episodes a killed or stopped run already wrote.
 
 >>> from gfcr.agents import OraclePolicy, episodes_for_env
 >>> runner = Runner(OraclePolicy(), RunnerConfig(concurrency=4))
@@ -19,18 +22,20 @@ kind that may pass); the run goes on. Trajectories are written to JSONL as they 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gfcr.agents.runner.batcher import Batcher
-from gfcr.agents.runner.env_pools import WORKER_LOST, EnvPool, ProcessEnvPool, ThreadEnvPool
+from gfcr.agents.runner.env_pools import NODE_LOST, WORKER_LOST, EnvPool, ProcessEnvPool, ThreadEnvPool
 from gfcr.agents.runner.env_servers import EnvServers
 from gfcr.agents.runner.episode import Episode, solved
+from gfcr.agents.runner.outages import Outages
 from gfcr.agents.runner.progress import RunProgress
 from gfcr.agents.runner.specs import EpisodeSpec, warn_on_step_budgets
 from gfcr.agents.runner.writer import TrajectoryWriter
@@ -38,9 +43,12 @@ from gfcr.core import Provenance, Trajectory
 from gfcr.core.config import setting
 from gfcr.core.hooks import Controller, ReplaySink, SignalReader
 from gfcr.core.policy import Policy, SamplingParams, check_policy
-from gfcr.errors import ConfigError, EpisodeError
+from gfcr.errors import ConfigError, EpisodeError, RunStoppedError
 
 logger = logging.getLogger(__name__)
+# Failures charged to the env server an episode ran on, not to the episode (see `Outages`).
+SERVER_FAILURES = ("env timeout", "env error", "env server lost")
+POLICY_FAILURES = ("policy error", "policy timeout", "policy unavailable")
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,11 @@ class RunnerConfig:
     retries: int = setting(
         1, "New attempts for an episode whose failure may pass (lost worker, dead server)."
     )
+    max_consecutive_failures: int = setting(
+        5,
+        "Failures in a row of one env server (timeouts, errors) or of the policy (batches) before the "
+        "runner stops using it: its episodes go to other servers, or the run stops early (resume it).",
+    )
     env_urls: tuple[str, ...] = setting(
         (),
         "Env servers (`gfcr serve-env`) to spread episodes over, round-robin; other envs run here.",
@@ -101,6 +114,7 @@ class RunnerConfig:
             "concurrency": self.concurrency,
             "num_env_workers": self.num_env_workers,
             "flush_every": self.flush_every,
+            "max_consecutive_failures": self.max_consecutive_failures,
             "max_batch_size": self.max_batch_size or 1,
             "max_turns": self.max_turns or 1,
             "max_episode_tokens": self.max_episode_tokens or 1,
@@ -142,6 +156,7 @@ class RunResult:
     policy_busy_s: float = 0.0  # wall seconds with a policy batch in flight
     policy_batches: int = 0
     resumed: int = 0  # trajectories already in the file, not run again
+    lost: dict[str, str] = field(default_factory=dict)  # env servers, Ray nodes lost mid-run -> what happened
 
     @property
     def episodes(self) -> int:
@@ -168,6 +183,16 @@ class _Work:
     id: str
     attempt: int = 0
     prefix: Episode | None = None
+
+
+@dataclass
+class _Outcome:
+    """An attempt's end: its trajectory, why it failed (None if it did not) and where its env ran."""
+
+    work: _Work
+    trajectory: Trajectory
+    error: EpisodeError | None
+    place: str | None  # the env server, if any (`EnvPool.where`)
 
 
 class Runner:
@@ -214,6 +239,8 @@ class Runner:
 
         `resume=True` keeps `out` and skips the episodes it holds; `progress` is the description
         of a live progress bar (none if None); `on_episode` sees every finished trajectory.
+        Raises `RunStoppedError` when an env server with no other to take its place, or the
+        policy, fails `max_consecutive_failures` times in a row (what was written stays).
         """
         specs = self.controller.schedule(list(episodes))
         warn_on_step_budgets(specs, self.config.env_timeout_s)
@@ -247,6 +274,15 @@ class Runner:
             await self._collect(run, result, writer, bar, on_episode)
         result.seconds = time.perf_counter() - started
         result.policy_busy_s, result.policy_batches = run.batcher.busy_s, run.batcher.batches
+        result.lost = {**run.lost, **run.pool.lost}
+        if run.stopped is not None:
+            done = len(result.trajectories)
+            kept = f", in {out}" if out is not None else ""
+            raise RunStoppedError(
+                f"the run stopped early: {run.stopped}. {done} of {total} episodes are done{kept}; "
+                f"fix the cause, then run again with resume=True (--resume) to finish the other "
+                f"{total - done}"
+            )
         return result
 
     async def _collect(
@@ -304,27 +340,81 @@ class _Run:
             timeout_s=self.config.policy_timeout_s,
             ready=self._all_waiting,
         )
+        self.outages: Outages[_Outcome] = Outages(self.config.max_consecutive_failures)
+        self.lost: dict[str, str] = {}  # env servers taken out of service -> why
+        self.stopped: str | None = None  # why the run stopped early
+        # Each attempt has its own key in the pool: a hung call of an earlier one finishing late
+        # must not take the env of the episode's next attempt.
+        self._attempts = itertools.count()
 
     async def trajectories(self):  # -> AsyncIterator[Trajectory]
         """Run the queue, `concurrency` at a time (and `prefetch` more resetting ahead); yield each
-        trajectory as its episode ends."""
-        running: dict[asyncio.Task, _Work] = {}
-        while self.queue or running:
-            while self.queue and len(running) < self.max_live:
-                work = self.queue.popleft()
-                self.starting += 1
-                running[asyncio.create_task(self._attempt(work))] = work
-            finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            for task in finished:
-                work = running.pop(task)
-                trajectory, error = task.result()
-                if error is not None and error.reason == WORKER_LOST:  # not its own failure: run it again
-                    self.queue.appendleft(work)
-                elif error is not None and error.retryable and work.attempt < self.config.retries:
-                    logger.info("retrying episode %s after %s", work.id, error)
-                    self.queue.appendleft(replace(work, attempt=work.attempt + 1))
-                else:
-                    yield trajectory
+        trajectory as its episode ends, until all are done or the run stops early (`stopped`)."""
+        running: set[asyncio.Task[_Outcome]] = set()
+        try:
+            while self.stopped is None and (self.queue or running or self.outages.held):
+                if not (self.queue or running):  # only failures held by their servers are left
+                    for outcome in self.outages.release():
+                        for trajectory in self._settle(outcome):
+                            yield trajectory
+                    continue
+                while self.queue and len(running) < self.max_live:
+                    self.starting += 1
+                    running.add(asyncio.create_task(self._attempt(self.queue.popleft())))
+                finished, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in finished:
+                    for trajectory in self._finish(task.result()):
+                        yield trajectory
+        finally:  # stopped early: the episodes still in flight are dropped, never written
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+
+    def _finish(self, outcome: _Outcome) -> list[Trajectory]:
+        """Charge a failure to the env server it happened on, or credit a success to it; then settle."""
+        error, place = outcome.error, outcome.place
+        if place is None or (error is not None and error.reason not in SERVER_FAILURES):
+            return self._settle(outcome)
+        if error is None:  # what the server held back were failures of their own episodes
+            return [t for held in (*self.outages.succeed(place), outcome) for t in self._settle(held)]
+        moved = self.outages.fail(place, outcome)
+        if moved is None:
+            return []
+        in_a_row = f"{self.outages.limit} failures in a row (last: {_headline(error)})"
+        if place not in self.lost:
+            self.pool.exclude(place)
+            self.lost[place] = f"out of service after {in_a_row}"
+            logger.warning("env server %s is %s", place, self.lost[place])
+        for held in moved:
+            if not self.pool.can_run(held.work.spec.env):
+                env_id = held.work.spec.env.env_id
+                return self._stop(f"env server {place} had {in_a_row}, and no other server serves {env_id}")
+            self.queue.appendleft(held.work)  # the server's failure, not the episode's: run it elsewhere
+        return []
+
+    def _settle(self, outcome: _Outcome) -> list[Trajectory]:
+        """The trajectory to yield, or the attempt run again (a failure that may pass), or the run stopped."""
+        work, error = outcome.work, outcome.error
+        if error is None:
+            return [outcome.trajectory]
+        failed = self.batcher.failed_in_a_row
+        if error.reason in POLICY_FAILURES and failed >= self.config.max_consecutive_failures:
+            policy = self.runner.policy.name
+            return self._stop(f"policy {policy} failed {failed} batches in a row (last: {_headline(error)})")
+        if error.reason in (WORKER_LOST, NODE_LOST):  # not its own failure: run it again
+            self.queue.appendleft(work)
+        elif error.retryable and work.attempt < self.config.retries:
+            logger.info("retrying episode %s after %s", work.id, error)
+            self.queue.appendleft(replace(work, attempt=work.attempt + 1))
+        else:
+            return [outcome.trajectory]
+        return []
+
+    def _stop(self, reason: str) -> list[Trajectory]:
+        if self.stopped is None:
+            logger.error("stopping the run: %s", reason)
+            self.stopped = reason
+        return []
 
     def _all_waiting(self) -> bool:
         """No active episode is stepping its env, and no free slot is about to be taken: send the batch.
@@ -339,9 +429,10 @@ class _Run:
         await self.batcher.close()
         await self.pool.close()
 
-    async def _attempt(self, work: _Work) -> tuple[Trajectory, EpisodeError | None]:
+    async def _attempt(self, work: _Work) -> _Outcome:
         """One attempt at an episode; failures come back as a failed trajectory and the error."""
         spec = work.spec
+        key = f"{work.id}#{next(self._attempts)}"  # the attempt's envs in the pool
         policy = self.runner.policy
         holder = [
             Trajectory(
@@ -355,28 +446,29 @@ class _Run:
         error: EpisodeError | None = None
         started = time.perf_counter()
         try:
-            await self._episode(work, holder, started)
+            await self._episode(work, key, holder, started)
         except TimeoutError:
             error = EpisodeError("episode timeout", f"over {self.config.episode_timeout_s} s of wall time")
         except EpisodeError as e:
             error = e
         finally:  # an env that failed or may still be busy in a hung call is not reused
-            await self.pool.release(work.id, reuse=error is None)
+            place = self.pool.where(key)
+            await self.pool.release(key, reuse=error is None)
             self.batcher.poke()
         if error is not None:
             holder[0].status, holder[0].failure = "failed", str(error)
         begun = work.prefix.started if work.prefix is not None else started  # a branch: its prefix too
         holder[0].cost.wall_s = time.perf_counter() - begun
-        return holder[0], error
+        return _Outcome(work, holder[0], error, place)
 
-    async def _episode(self, work: _Work, holder: list[Trajectory], started: float) -> None:
+    async def _episode(self, work: _Work, key: str, holder: list[Trajectory], started: float) -> None:
         """Reset (ahead of time, if prefetched), take a slot, then play the episode to its end.
 
         The reset (and a branch's replay of its prefix) counts as env seconds, as in `rollout`.
         """
         spec = work.spec
         try:
-            reset = await self.pool.reset(work.id, spec.env, spec.task_id, spec.seed)
+            reset = await self.pool.reset(key, spec.env, spec.task_id, spec.seed)
             episode = work.prefix or Episode(
                 self.runner.policy,
                 spec.env.env_id,
@@ -387,7 +479,7 @@ class _Run:
             )
             holder[0] = episode.trajectory
             for action in episode.actions:  # a branch: bring the fresh env to the prefix's state
-                await self.pool.step(work.id, action)
+                await self.pool.step(key, action)
             episode.trajectory.cost.env_s += time.perf_counter() - started
         finally:
             self.starting -= 1
@@ -399,13 +491,13 @@ class _Run:
         self.active += 1
         try:
             async with asyncio.timeout(self.config.episode_timeout_s):
-                await self._play(work, episode)
+                await self._play(work, key, episode)
         finally:
             self.active -= 1
             self.slots.release()
             self.batcher.poke()
 
-    async def _play(self, work: _Work, episode: Episode) -> None:
+    async def _play(self, work: _Work, key: str, episode: Episode) -> None:
         config = self.config
         sampling = config.sampling
         if sampling.seed is None:
@@ -419,7 +511,7 @@ class _Run:
             completion = (await self.batcher.submit(episode.request(turn_sampling)))[0]
             policy_s = time.perf_counter() - started
             started = time.perf_counter()
-            result = await self._step(work.id, episode.action(completion))
+            result = await self._step(key, episode.action(completion))
             episode.record(completion, result, policy_s=policy_s, env_s=time.perf_counter() - started)
             self._after_step(work, episode)
 
@@ -447,10 +539,15 @@ class _Run:
         if decision.stop:
             episode.truncate()
 
-    async def _step(self, episode_id: str, action):  # -> StepResult
+    async def _step(self, key: str, action):  # -> StepResult
         self.stepping += 1
         try:
-            return await self.pool.step(episode_id, action)
+            return await self.pool.step(key, action)
         finally:
             self.stepping -= 1
             self.batcher.poke()
+
+
+def _headline(error: EpisodeError) -> str:
+    """An error's first line (a failure record carries a traceback after it)."""
+    return str(error).splitlines()[0]

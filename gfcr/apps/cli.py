@@ -179,7 +179,9 @@ def run(
     """Run an agent for N episodes of an env and write the trajectories as JSONL.
 
     Exits 1 when episodes failed for infrastructure reasons (a dead server, a missing package, an
-    env without an oracle): they are listed by reason, and `--resume` runs them again.
+    env without an oracle): they are listed by reason, and `--resume` runs them again. Stops early
+    (exit 2) when the policy, or an env server with no other to take its episodes, fails
+    `--max-consecutive-failures` times in a row: `--resume` then finishes the run.
     """
     from gfcr.agents import Runner, episodes_for_env, make_policy
 
@@ -205,6 +207,8 @@ def run(
         f"{(result.episodes - result.resumed) / max(result.seconds, 1e-9):.1f}",
     )
     console.print(table)
+    for place, what in result.lost.items():  # env servers or Ray nodes that failed mid-run
+        console.print(f"[yellow]lost[/yellow] {escape(place)}: {escape(what)}", soft_wrap=True)
     if out is not None:
         console.print(f"trajectories: {out}", soft_wrap=True)
     _exit_on_failures({agent: result.trajectories})

@@ -24,7 +24,7 @@ from gfcr.agents import (
 )
 from gfcr.agents.runner.specs import env_config
 from gfcr.core import read_jsonl
-from gfcr.errors import ConfigError
+from gfcr.errors import ConfigError, RunStoppedError
 
 HERE = Path(__file__).parent
 
@@ -118,6 +118,29 @@ def test_policy_failures_and_hangs_fail_their_episodes():
 
     result = Runner(ScriptPolicy(latency_s=2.0), RunnerConfig(policy_timeout_s=0.3)).run(echo_specs([1]))
     assert result.trajectories[0].failure.startswith("policy timeout")
+
+
+def test_a_policy_that_keeps_failing_stops_the_run_early_and_resume_finishes_it(tmp_path):
+    out = tmp_path / "run.jsonl"
+    specs = echo_specs([1] * 20)
+    config = RunnerConfig(concurrency=1, max_consecutive_failures=3)
+    with pytest.raises(RunStoppedError) as stopped:
+        Runner(ScriptPolicy(fail_on="turns-1"), config).run(specs, out)  # every batch fails
+    assert "policy script:next failed 3 batches in a row (last: policy error: RuntimeError: " in str(stopped.value)
+    assert [t.status for t in read_jsonl(out)] == ["failed", "failed"]  # the third stopped the run
+    again = Runner(ScriptPolicy(), config).run(specs, out, resume=True)
+    assert again.episodes == 20 and again.solved == 20 and len(list(read_jsonl(out))) == 20
+
+
+def test_failures_of_the_episodes_own_never_stop_a_run():
+    """Env errors here and truncations are the episodes' own, and a failed batch between good ones
+    starts no count: however many, the run goes on."""
+    config = RunnerConfig(concurrency=2, max_consecutive_failures=2, max_turns=1)
+    result = Runner(OraclePolicy(), config).run(faulty(*["raise"] * 6) + echo_specs([3] * 4))
+    assert result.failed == 6 and all(t.steps[-1].truncated for t in result.trajectories if t.status == "ok")
+    policy = ScriptPolicy(fail_on="turns-2")  # every other batch fails
+    result = Runner(policy, RunnerConfig(concurrency=1, max_consecutive_failures=2)).run(echo_specs([1, 2] * 4))
+    assert result.failed == 4 and result.solved == 4
 
 
 def test_mixed_envs_in_one_run_write_jsonl_and_resume_skips_written_episodes(tmp_path):
