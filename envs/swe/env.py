@@ -13,8 +13,9 @@ Reward 1.0 when every fail-to-pass test passes and every pass-to-pass test still
 Signals: `format_ok`, `submitted`, `resolved`, `patch_applied`, `fail_to_pass` and `pass_to_pass`
 (shares of those tests passing), `touched_tests` (the diff changed files the verdict does not
 take: tests, pytest configuration, packaging metadata, new top-level modules; see
-`gfcr.envs.swe.policy`). The final step's `info["state"]` holds the diff as `{"patch": …}` for
-`SWEVerifier` (a diff over the size cap is summarised instead, and refused).
+`gfcr.envs.swe.policy`), `tampered` (a canary test that must fail passed beside them: the
+library code tampered with pytest; not resolved). The final step's `info["state"]` holds the diff
+as `{"patch": …}` for `SWEVerifier` (a diff over the size cap is summarised instead, and refused).
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class SWEEnv(TextEnv):
         "fail_to_pass": 0.0,
         "pass_to_pass": 0.0,
         "touched_tests": False,
+        "tampered": False,
     }
 
     def __init__(
@@ -317,6 +319,8 @@ def report(resolution: Resolution) -> str:
     """The verdict in words."""
     if not resolution.applied:
         return f"Your changes could not be applied to a fresh copy of the repository: {resolution.error}"
+    if resolution.tampered:
+        return "A test that must fail passed beside the project's tests: your changes tamper with pytest."
     fixed = sum(o == "passed" for o in resolution.fail_to_pass.values())
     kept = sum(o == "passed" for o in resolution.pass_to_pass.values())
     text = (

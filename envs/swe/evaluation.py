@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,7 +66,8 @@ class Resolution:
     """What the tests said of a patch: each fail-to-pass and pass-to-pass test's outcome.
 
     `applied` is False when a patch did not apply (then no test ran: `error` says why). A test
-    that did not run (missing, its file broken) counts as not passed.
+    that did not run (missing, its file broken) counts as not passed. `tampered`: a canary test
+    that must fail, run beside them, passed — nothing is resolved then.
     """
 
     applied: bool
@@ -74,6 +76,7 @@ class Resolution:
     messages: dict[str, str] = field(default_factory=dict)
     error: str = ""
     dropped: dict[str, str] = field(default_factory=dict)  # path -> why its change was left out
+    tampered: bool = False  # a test that must fail passed: pytest's process was tampered with
 
     @classmethod
     def refused(
@@ -91,7 +94,8 @@ class Resolution:
     def resolved(self) -> bool:
         """Every fail-to-pass test passes and every pass-to-pass test still does."""
         tests = {**self.fail_to_pass, **self.pass_to_pass}
-        return self.applied and bool(self.fail_to_pass) and all(o == "passed" for o in tests.values())
+        passed = all(o == "passed" for o in tests.values())
+        return self.applied and bool(self.fail_to_pass) and passed and not self.tampered
 
     def signals(self) -> dict[str, float | bool]:
         """The Filter signals of this resolution."""
@@ -101,6 +105,7 @@ class Resolution:
             "fail_to_pass": _share(self.fail_to_pass),
             "pass_to_pass": _share(self.pass_to_pass),
             "touched_tests": bool(self.dropped),
+            "tampered": self.tampered,
         }
 
 
@@ -196,7 +201,11 @@ def evaluate(
         repository, dropped = prepare(snapshot, patch, tests, setup_patch=setup_patch, test_patch=test_patch)
     except diffs.PatchError as e:
         return Resolution.refused(fail_to_pass, pass_to_pass, f"the diff was refused: {e}")
-    answer = run_tests(sandbox, repository, [test_file(t) for t in tests], limits)
+    # A test that must fail, under names no one can guess: if it passes, something in the
+    # process (the library code, the only part the agent could change) made every test pass.
+    canary, function = f"test_{secrets.token_hex(8)}.py", f"test_{secrets.token_hex(8)}"
+    repository = repository.changed({canary: f"def {function}():\n    assert 1 == 2\n".encode()})
+    answer = run_tests(sandbox, repository, [*(test_file(t) for t in tests), canary], limits)
     if not answer.get("ok"):
         return Resolution.refused(fail_to_pass, pass_to_pass, answer.get("error", ""), dropped)
     outcomes: dict[str, str] = answer.get("outcomes", {})
@@ -206,4 +215,5 @@ def evaluate(
         {t: outcomes.get(t, "not run") for t in pass_to_pass},
         {t: m for t, m in answer.get("messages", {}).items() if t in fail_to_pass or t in pass_to_pass},
         dropped=dropped,
+        tampered=outcomes.get(f"{canary}::{function}") == "passed",
     )

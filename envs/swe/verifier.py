@@ -25,7 +25,13 @@ from gfcr.errors import SandboxError
 from gfcr.sandboxes import Limits, Sandbox
 from gfcr.sandboxes.factory import shared_sandbox
 
-NO_PATCH_SIGNALS = {"resolved": False, "patch_applied": False, "fail_to_pass": 0.0, "pass_to_pass": 0.0}
+NO_PATCH_SIGNALS = {
+    "resolved": False,
+    "patch_applied": False,
+    "fail_to_pass": 0.0,
+    "pass_to_pass": 0.0,
+    "tampered": False,
+}
 
 
 def final_state(patch: str) -> dict[str, str]:

@@ -154,6 +154,15 @@ def test_a_diff_the_verdict_cannot_read_is_refused_whole(repo, attack):
     assert "refused" in refused.error and set(refused.fail_to_pass.values()) == {"not run"}
 
 
+def test_library_code_that_makes_every_test_pass_is_caught_by_the_canary(repo):
+    init = REPO["src/calc/__init__.py"]
+    tamper = diff("src/calc/__init__.py", init, init + PASS_ALL)  # library code: the verdict takes it
+    for patch in (tamper, FIX + tamper):
+        resolution = judge(repo, patch)
+        assert resolution.fail_to_pass == {"test_calc.py::test_add": "passed"}  # faked
+        assert resolution.tampered and resolution.signals()["tampered"] and not resolution.resolved
+
+
 def test_a_patch_that_blocks_sigalrm_cannot_stretch_a_hanging_test(repo):
     hang = diff(
         "src/calc/ops.py",
