@@ -7,7 +7,8 @@ holds even for SQL that this check misreads.
 
 The check reads sqlglot's parse tree in the engine's dialect, not the spelling, so quoting a name
 (`"current_setting"(…)`), changing its case, or hiding a keyword in a string or comment changes
-nothing. A query sqlglot cannot parse is refused, not passed through. What a query may contain is
+nothing. A query sqlglot cannot parse is refused, not passed through, and so are Unicode-escaped
+identifiers (`U&"…"`), which the engines decode and sqlglot does not. What a query may contain is
 an allow-list, because a read-only analytic query needs little:
 
 - statements and clauses: one SELECT, set operation or VALUES, with WITH, FROM, JOIN, WHERE, GROUP
