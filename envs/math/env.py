@@ -105,7 +105,10 @@ class MathEnv(TextEnv):
         # self.verifier's verdict, with the answer extracted once for the verdict and the message.
         answer = extract_answer(action.text, self.verifier.answer_format)
         if answer is None:
-            no_answer = f"No final answer found. {INSTRUCTIONS[self.verifier.answer_format]}"
+            # Past tense, and the episode named over: read as an instruction, the model would
+            # answer again into an episode that has ended.
+            rule = INSTRUCTIONS[self.verifier.answer_format].rstrip(".")
+            no_answer = f"No final answer found, so the episode is over with reward 0 (the rule was: {rule})."
             return Outcome(no_answer, terminated=True, signals=answer_signals(None, False))
         correct = check_answer(self.task, answer)
         observation = f"Your answer {answer} is {'correct' if correct else 'incorrect'}."

@@ -182,7 +182,7 @@ def test_an_episode_reads_the_same_after_the_speed_ups():
     assert [m.role for m in env.unwrapped.messages] == ["system", "user", "assistant", "user"]
     env.reset(options={"task_id": "mmath/AIME2024/0"})
     obs, reward, *_, info = env.step("no box")
-    assert obs == "No final answer found. Put your final answer within \\boxed{}." and reward == 0.0
+    assert obs == "No final answer found, so the episode is over with reward 0 (the rule was: Put your final answer within \\boxed{})." and reward == 0.0
     assert info["signals"] == {"format_ok": False, "answer_extracted": False, "correct": False}
 
 
