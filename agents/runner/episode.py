@@ -17,7 +17,7 @@ from dataclasses import replace
 from functools import cache
 from typing import Any, cast
 
-from gfcr.core import Action, Message, Provenance, Step, TokenData, Trajectory
+from gfcr.core import Action, Message, Provenance, Step, TokenData, Trajectory, parse_action
 from gfcr.core.admission import add_waits
 from gfcr.core.policy import Completion, Policy, Request, SamplingParams, TokenPolicy
 
@@ -117,7 +117,16 @@ class Episode:
         self.messages.extend(info["messages"])
         state = info.get("state")  # the env's final state, recorded for offline verifiers
         trajectory.steps.append(
-            Step(completion.text, obs, float(reward), terminated, truncated, info["signals"], state)
+            Step(
+                completion.text,
+                obs,
+                float(reward),
+                terminated,
+                truncated,
+                info["signals"],
+                state,
+                finish_reason(completion),
+            )
         )
         self.done = terminated or truncated
         self._record_tokens(completion, info["messages"])
@@ -206,3 +215,19 @@ def turn_seed(seed: int, turn: int) -> int:
         return seed
     digest = hashlib.sha256(f"{seed}/{turn}".encode()).digest()
     return int.from_bytes(digest[:7], "big")  # 56 bits: fits every backend's seed type
+
+
+def finish_reason(completion: Completion) -> str:
+    """Why a policy's action ended: "length" (cut at its token cap), "tool_calls" (it called tools,
+    natively or as `<tool_call>` text) or "stop".
+
+    >>> finish_reason(Completion("The answer is", finish_reason="length"))
+    'length'
+    >>> finish_reason(Completion('<tool_call>{"name": "f", "arguments": {}}</tool_call>'))
+    'tool_calls'
+    """
+    if completion.finish_reason == "length":
+        return "length"
+    if completion.tool_calls or parse_action(completion.text)[0].tool_calls:
+        return "tool_calls"
+    return "stop"

@@ -27,6 +27,11 @@ class Step:
     (`info["state"]`, a JSON-able dict), for a verifier that re-judges the episode offline when
     the actions alone cannot (a browser page is gone after the episode); None on other steps and
     for envs that record none, and then left out of the JSON.
+
+    `finish_reason` says why the policy's action ended: "length" (cut at its token cap, so the
+    action may be incomplete), "tool_calls" (it ended on tool calls) or "stop" (it ended of its
+    own accord); None where no policy wrote it (trajectories from before it existed, or steps
+    played by other code), and then left out of the JSON.
     """
 
     action: str
@@ -36,6 +41,7 @@ class Step:
     truncated: bool
     signals: Signals = field(default_factory=dict)
     state: dict[str, Any] | None = None
+    finish_reason: str | None = None
 
 
 @dataclass
@@ -133,8 +139,9 @@ class Trajectory:
         """A JSON-ready dict; `total_reward` is included for readers, recomputed on load."""
         data = asdict(self)
         for step in data["steps"]:
-            if step["state"] is None:  # most steps: lines stay as they were before `state` existed
-                del step["state"]
+            for optional in ("state", "finish_reason"):  # lines stay as they were before these existed
+                if step[optional] is None:
+                    del step[optional]
         data["messages"] = [m.to_dict() for m in self.messages]
         data["total_reward"] = self.total_reward
         return data
