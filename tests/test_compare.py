@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from math import comb
 
 import pytest
@@ -102,3 +103,25 @@ def test_runs_without_common_episodes_or_inputs_that_are_not_runs_get_clear_erro
     assert result.exit_code == 2 and "does not exist" in result.output
     result = cli.invoke(app, ["compare", str(tmp_path)])
     assert result.exit_code == 2 and "not a bench report" in result.output
+
+
+def test_two_reports_of_the_same_agents_compare_agent_with_agent_and_are_named_by_their_folders(reports, tmp_path):
+    # The same model under two settings: report folders whose names differ only after a dot (which
+    # Path.stem would drop) or only in a parent folder.
+    for name in ("t0.7", "t0.9"):
+        shutil.copytree(reports / "both", tmp_path / "runs" / name)
+    for name in ("a/report", "b/report"):
+        shutil.copytree(reports / "both", tmp_path / name)
+    result = json.loads(invoke("compare", str(tmp_path / "runs/t0.7"), str(tmp_path / "runs/t0.9"), "--json").stdout)
+    pairs = [(c["a"], c["b"]) for c in result["comparisons"]]
+    assert pairs == [(f"t0.7:scripted:{x}", f"t0.9:scripted:{x}") for x in ("oracle", "random")]
+    assert result["by_agent"] is True and result["baseline"] == "t0.7"
+    assert all(c["paired_episodes"] == 24 and c["difference"] == 0.0 for c in result["comparisons"])
+    picked = json.loads(invoke("compare", str(tmp_path / "a/report"), str(tmp_path / "b/report"),
+                               "--agent", "scripted:random", "--json").stdout)  # fmt: skip
+    assert [(c["a"], c["b"]) for c in picked["comparisons"]] == [("a/report:scripted:random", "b/report:scripted:random")]
+    assert [row["run"] for row in picked["leaderboard"]] == ["a/report:scripted:random", "b/report:scripted:random"]
+    result = cli.invoke(app, ["compare", str(tmp_path / "a/report"), "--agent", "hf:nope"])
+    assert result.exit_code == 2 and "no input holds agent hf:nope" in result.output
+    result = cli.invoke(app, ["compare", str(tmp_path / "a/report"), str(tmp_path / "a/../a/report")])
+    assert result.exit_code == 2 and "given more than once" in result.output

@@ -357,13 +357,18 @@ def compare(
         Path | None, typer.Option("--html", help="Write an HTML view (DIR/index.html, pairs side by side).")
     ] = None,
     show: Annotated[int, typer.Option(min=0, help="Differing tasks listed per comparison.")] = 10,
+    agent: Annotated[
+        list[str] | None,
+        typer.Option("--agent", "-a", help="Compare only this agent's runs; repeat for more."),
+    ] = None,
 ) -> None:
-    """Compare runs or agents task by task: the first run is the baseline; paired bootstrap interval
-    and McNemar's exact test for the difference in pass@1, per env configuration; a leaderboard."""
+    """Compare runs or agents task by task: an agent held by several inputs against itself (the
+    first input as baseline), otherwise every run against the first; paired bootstrap interval and
+    McNemar's exact test for the difference in pass@1, per env configuration; a leaderboard."""
     from gfcr.apps.compare import compare_runs, load_runs, to_json
 
     try:
-        loaded = load_runs(runs)
+        loaded = load_runs(runs, agent or ())
         result = compare_runs(loaded)
         index = None
         if html is not None:

@@ -47,12 +47,17 @@ ALPHA = 0.05
 class Run:
     """One agent's episodes: by trajectory id, with each episode's env configuration label."""
 
-    name: str
+    name: str  # the agent, prefixed with its input where two inputs hold the same agent
     trajectories: dict[str, Trajectory]
     labels: dict[str, str] = field(default_factory=dict)  # trajectory id -> env configuration
     source: str = ""
     suite: str = ""
     suite_fingerprint: str = ""
+    agent: str = ""  # the policy the run is of; `name` when not given
+    input: str = ""  # what tells its input (report folder or file) apart from the other inputs
+
+    def __post_init__(self) -> None:
+        self.agent = self.agent or self.name
 
     def label(self, trajectory: Trajectory) -> str:
         return self.labels.get(trajectory.id, trajectory.env_id)
@@ -231,29 +236,71 @@ def _differences(by_task: dict[tuple[str, str], list[tuple[Trajectory, Trajector
     return sorted(found, key=lambda d: (-abs(d.solved_b - d.solved_a), d.label, d.task_id))
 
 
-def load_runs(paths: Iterable[str | Path]) -> list[Run]:
+def load_runs(paths: Iterable[str | Path], agents: Sequence[str] = ()) -> list[Run]:
     """The runs in bench report directories (one per agent) and trajectory JSONL files (one each).
 
-    Runs whose names clash (the same agent in two reports) are prefixed with their folder's name
-    (or their file's stem).
+    A run is named by its agent; where two inputs hold the same agent (the same model under two
+    settings) each is named by its input too: the folder's or file's name, with as many parent
+    folders as it takes to tell the inputs apart (`t0.7:hf:m`, `a/report:hf:m`). `agents`, when
+    given, keeps only the runs of those agents.
+
+    >>> _input_names([Path("runs/t0.7"), Path("runs/t0.9"), Path("a/report"), Path("b/report")])
+    ['t0.7', 't0.9', 'a/report', 'b/report']
     """
+    paths = [Path(path) for path in paths]
+    resolved = [path.resolve() for path in paths]
+    repeated = sorted({str(p) for p, r in zip(paths, resolved, strict=True) if resolved.count(r) > 1})
+    if repeated:
+        raise ConfigError(f"{', '.join(repeated)} given more than once: give each input once")
     runs: list[Run] = []
-    for path in map(Path, paths):
+    for path, input_name in zip(paths, _input_names(resolved), strict=True):
         if path.is_dir():
-            runs += _report_runs(path)
+            found = _report_runs(path)
         elif path.is_file():
-            runs.append(_jsonl_run(path))
+            found = [_jsonl_run(path)]
         else:
             raise ConfigError(
                 f"{path} does not exist: give a bench report directory or a trajectory .jsonl file"
             )
-    names = [run.name for run in runs]
+        for run in found:
+            run.input = input_name
+        runs += found
+    if agents:
+        runs = _pick(runs, agents)
+    held = [run.agent for run in runs]
     for run in runs:
-        if names.count(run.name) > 1:
-            run.name = f"{Path(run.source).stem}:{run.name}"  # a report's folder name, a file's stem
-    if len({run.name for run in runs}) < len(runs):
-        raise ConfigError(f"two inputs give the same runs ({', '.join(names)}): give each run once")
+        if held.count(run.agent) > 1:
+            run.name = f"{run.input}:{run.agent}"
     return runs
+
+
+def _input_names(paths: Sequence[Path]) -> list[str]:
+    """Each input's shortest trailing path (its name, then parent folders) that no other input ends in."""
+
+    def tail(path: Path, depth: int) -> str:
+        return "/".join(path.parts[-depth:])
+
+    names = []
+    for i, path in enumerate(paths):
+        others = [other for j, other in enumerate(paths) if j != i]
+        depth = next(
+            (d for d in range(1, len(path.parts)) if all(tail(path, d) != tail(o, d) for o in others)),
+            len(path.parts),
+        )
+        names.append(tail(path, depth))
+    return names
+
+
+def _pick(runs: list[Run], agents: Sequence[str]) -> list[Run]:
+    """The runs of `agents`, or a ConfigError naming an agent no input holds and those that exist."""
+    held = {run.agent for run in runs}
+    missing = [agent for agent in agents if agent not in held]
+    if missing:
+        raise ConfigError(
+            f"no input holds agent {', '.join(missing)}: the inputs hold {', '.join(sorted(held))}; "
+            "pick with --agent NAME"
+        )
+    return [run for run in runs if run.agent in agents]
 
 
 def _report_runs(folder: Path) -> list[Run]:
@@ -301,7 +348,7 @@ def _mean(values: Sequence[float]) -> float:
 
 
 def compare_runs(runs: Sequence[Run]) -> dict[str, Any]:
-    """The leaderboard of `runs` (best pass@1 first) and every run compared with the first one.
+    """The leaderboard of `runs` (best pass@1 first) and the comparisons `pairings` picks.
 
     >>> from gfcr.core import Step
     >>> def run(name, rewards):
@@ -316,13 +363,29 @@ def compare_runs(runs: Sequence[Run]) -> dict[str, Any]:
         raise ConfigError("compare needs at least one run")
     board = sorted((run.leaderboard_row() for run in runs), key=lambda row: -row["pass_at_1"])
     fingerprints = {run.suite_fingerprint for run in runs if run.suite_fingerprint}
-    baseline = runs[0]
+    pairs, by_agent = pairings(runs)
     return {
         "leaderboard": board,
         "same_suite": len(fingerprints) <= 1,
-        "baseline": baseline.name,
-        "comparisons": [compare(baseline, other) for other in runs[1:]],
+        "baseline": runs[0].input if by_agent else runs[0].name,
+        "by_agent": by_agent,
+        "comparisons": [compare(a, b) for a, b in pairs],
     }
+
+
+def pairings(runs: Sequence[Run]) -> tuple[list[tuple[Run, Run]], bool]:
+    """Which runs are compared, and whether agent by agent.
+
+    Where an agent is in more than one input (one report's agents against another's, one model under
+    two settings) each run is compared with the same agent's run in the first input holding it;
+    agents held once are on the leaderboard only. Otherwise every run is compared with the first.
+    """
+    by_agent: dict[str, list[Run]] = defaultdict(list)
+    for run in runs:
+        by_agent[run.agent].append(run)
+    if any(len(group) > 1 for group in by_agent.values()):
+        return [(group[0], other) for group in by_agent.values() for other in group[1:]], True
+    return [(runs[0], other) for other in runs[1:]], False
 
 
 def to_json(result: dict[str, Any]) -> dict[str, Any]:
