@@ -116,3 +116,32 @@ def test_each_episode_is_rejudged_under_the_configuration_it_ran_with(tmp_path):
     assert (reliability["rejudged"], reliability["verifier_agreement"]) == (2, 1.0)
     rejudged = json.loads(runner.invoke(app, ["diagnose", str(report), "--json", "--reverify"]).output)
     assert rejudged["criteria"]["reliability"]["verifier_agreement"] == 1.0
+
+
+def test_a_bench_report_is_diagnosed_agent_by_agent_with_evaluation_levers(tmp_path):
+    bench(tmp_path / "r")  # the oracle passes every sample, the random agent fails every one
+    result = runner.invoke(app, ["diagnose", str(tmp_path / "r"), "--json", "--html", str(tmp_path / "d")])
+    report = json.loads(result.output)
+    runs = report["runs"]
+    assert runs.keys() == {"scripted:oracle", "scripted:random"}
+    flat = {run: next(p for p in found if p["name"] == "zero_variance_groups") for run, found in runs.items()}
+    oracle, random = flat["scripted:oracle"]["evidence"], flat["scripted:random"]["evidence"]
+    assert (oracle["groups"], oracle["all_pass"], oracle["all_fail"]) == (3, 3, 0)  # its own groups only
+    assert (random["groups"], random["all_pass"], random["all_fail"]) == (3, 0, 3)
+    worst = next(p for p in report["pathologies"] if p["name"] == "zero_variance_groups")
+    assert worst["evidence"] == {"by_run": {"scripted:oracle": "high", "scripted:random": "high"}}
+    assert any("harder tasks" in lever for lever in flat["scripted:oracle"]["levers"])
+    assert any("never solved" in lever for lever in flat["scripted:random"]["levers"])
+    levers = [lever for found in runs.values() for p in found for lever in p["levers"]]
+    # an evaluation's levers: a trainer setting only as what `gfcr train` would need, never as the fix
+    trainer = [lever for lever in levers if "`[" in lever]
+    assert trainer and all(0 <= lever.find("`gfcr train`") < lever.index("`[") for lever in trainer)
+    page = (tmp_path / "d" / "index.html").read_text()
+    assert 'id="scripted:oracle-zero_variance_groups"' in page and "Pathologies · scripted:random" in page
+
+
+def test_one_sample_per_task_reads_as_a_sentence(tmp_path):
+    bench(tmp_path / "r", "-k", "1")
+    result = runner.invoke(app, ["diagnose", str(tmp_path / "r")], terminal_width=200)
+    assert "tokens on zero-variance groups not measurable (no prompt has two samples)" in result.output
+    assert "not measurable of" not in result.output

@@ -82,7 +82,8 @@ def test_length_inflation_from_truncation(write, clean, episode):
     found = diagnose(load_run([write(clean + cut)])).pathology("length_inflation")
     assert found.severity == "medium" and found.evidence["truncated"] == 10  # 10 of 58 episodes: 17%
     assert found.evidence["length_growth"].startswith("not measurable from this input")
-    assert any("[overlong_penalty]" in lever for lever in found.levers)
+    assert any("--max-turns" in lever for lever in found.levers)  # an evaluation: no trainer lever
+    assert not any("[overlong_penalty]" in lever for lever in found.levers)
 
 
 def test_length_inflation_over_training_steps_without_reward(tmp_path):
@@ -100,6 +101,7 @@ def test_length_inflation_over_training_steps_without_reward(tmp_path):
     log.close()
     found = diagnose(load_run([tmp_path])).pathology("length_inflation")
     assert found.severity == "high" and found.evidence["length_growth"] == 2.5
+    assert any("[overlong_penalty]" in lever for lever in found.levers)  # training: trainer levers
     assert found.evidence["length_trend"]["steps"][0] == [1, 10.0]
 
 

@@ -53,13 +53,10 @@ def criteria_by_run(
 ) -> dict[str, dict[str, Any]]:
     """The criteria of each run of `data` alone (each agent of a bench report)."""
     out = {}
-    for run, trajectories in data.runs.items():
-        mine = None
-        if reverified is not None:
-            verdicts = {key: v for key, v in reverified.verdicts.items() if key[0] == run}
-            mine = Reverification(verdicts, {}, reverified.repeats)
+    for run in data.runs:
+        mine = reverified.only(run) if reverified is not None else None
         alone = RunData(
-            runs={run: trajectories}, bench_results=data.bench_results, env_kwargs=data.env_kwargs
+            runs={run: data.runs[run]}, bench_results=data.bench_results, env_kwargs=data.env_kwargs
         )
         out[run] = criteria(alone, mine, calibration)
     return out

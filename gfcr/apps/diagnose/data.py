@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,16 @@ class RunData:
     def ok(self) -> list[Trajectory]:
         """The episodes that ran to their end (infrastructure failures left out)."""
         return [t for t in self.trajectories if t.status == "ok"]
+
+    @property
+    def training(self) -> bool:
+        """Whether this is a training run (per-step metrics or a trainer config), whose levers are
+        trainer settings; otherwise an evaluation (bench reports, trajectory files)."""
+        return bool(self.metrics) or self.train_config is not None
+
+    def only(self, run: str) -> RunData:
+        """This input with the trajectories of `run` alone (one agent of a bench report)."""
+        return replace(self, runs={run: self.runs[run]})
 
     def groups(self, min_size: int = 1) -> dict[GroupKey, list[Trajectory]]:
         """The samples of each prompt, per run (failed episodes left out), of at least `min_size`."""

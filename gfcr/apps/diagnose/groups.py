@@ -58,9 +58,8 @@ def zero_variance_groups(data: RunData) -> Pathology:
     if steps is not None:
         evidence["trend"] = steps
     found = severity("zero_variance_share", value)
-    return Pathology(
-        name, found, evidence, _zero_variance_levers(data, evidence, value) if found != "none" else []
-    )
+    levers = _zero_variance_levers if data.training else _zero_variance_eval_levers
+    return Pathology(name, found, evidence, levers(data, evidence, value) if found != "none" else [])
 
 
 def _group_evidence(
@@ -145,6 +144,35 @@ def _zero_variance_levers(data: RunData, evidence: dict[str, Any], value: float)
     return levers
 
 
+def _zero_variance_eval_levers(data: RunData, evidence: dict[str, Any], value: float) -> list[str]:
+    """An evaluation's levers: what its flat groups say about the agent and the task set, and what
+    training this agent on those prompts would waste."""
+    levers = []
+    if evidence.get("identical_share", 0) >= 0.5:
+        levers.append(
+            f"sample with `--temperature` above 0 (gfcr run/bench): {evidence['identical_share']:.0%} of "
+            "the flat groups repeat one answer K times, so pass@k measures no more than pass@1"
+        )
+    all_fail, all_pass, groups = evidence["all_fail"], evidence["all_pass"], evidence["groups"]
+    if all_pass:
+        levers.append(
+            f"{all_pass} of {groups} prompts were solved by every sample: they do not tell this agent "
+            "from a better one; add harder tasks (a harder `-e split=...` or suite entries) to compare on"
+        )
+    if all_fail:
+        levers.append(
+            f"{all_fail} of {groups} prompts were never solved: raise `-k` to tell never from rarely, "
+            "and leave them out of a training set for this agent (or warm-start it in `gfcr train`, "
+            "`[sft] steps`)"
+        )
+    levers.append(
+        f"trained on these prompts, {value:.0%} of this agent's groups would carry no gradient; in "
+        "`gfcr train`, enable `[dynamic_sampling] filter_groups = true` (DAPO) or set "
+        '`[rollout] selector = "greso"`'
+    )
+    return levers
+
+
 def _actions(t: Trajectory) -> tuple[str, ...]:
     return tuple(step.action for step in t.steps)
 
@@ -161,7 +189,7 @@ def wasted_compute(data: RunData) -> Pathology:
         if steps is None:
             return Pathology.unmeasurable(name, "no trajectories and no per-step compute indicators")
         found = severity("wasted_token_share", steps["mean"])
-        levers = _wasted_levers(steps["mean"], 0.0, 0.0) if found != "none" else []
+        levers = _wasted_levers(steps["mean"], 0.0, 0.0, training=True) if found != "none" else []
         return Pathology(
             name, found, {"trend": steps, "thresholds": thresholds("wasted_token_share")}, levers
         )
@@ -201,7 +229,8 @@ def wasted_compute(data: RunData) -> Pathology:
         severity("straggler_ratio", ratio),
         severity("idle_share", idle_share),
     )
-    levers = _wasted_levers(wasted_share, failed_share, ratio) + _idle_levers(idle_share)
+    levers = _wasted_levers(wasted_share, failed_share, ratio, training=data.training)
+    levers += _idle_levers(idle_share)
     return Pathology(name, found, evidence, levers if found != "none" else [])
 
 
@@ -267,9 +296,15 @@ def _reasons(failed: Sequence[Trajectory]) -> dict[str, int]:
     return reasons
 
 
-def _wasted_levers(wasted_share: float, failed_share: float, ratio: float) -> list[str]:
+def _wasted_levers(wasted_share: float, failed_share: float, ratio: float, *, training: bool) -> list[str]:
     levers = []
-    if severity("wasted_token_share", wasted_share) != "none":
+    if severity("wasted_token_share", wasted_share) != "none" and not training:
+        levers.append(
+            f"{wasted_share:.0%} of tokens went to prompts whose samples all got one reward: here they "
+            "measure pass^k, but in training they would be wasted; in `gfcr train`, enable "
+            "`[early_stopping] enabled = true` (AR3PO)"
+        )
+    elif severity("wasted_token_share", wasted_share) != "none":
         levers += [
             f"enable `[early_stopping] enabled = true`: {wasted_share:.0%} of tokens went to groups with no "
             "reward spread; a prompt whose first samples agree stops early (AR3PO)",

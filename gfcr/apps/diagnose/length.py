@@ -58,18 +58,31 @@ def length_inflation(data: RunData) -> Pathology:
     else:
         evidence["length_growth"] = "not measurable from this input: no training steps"
     found = worst(*severities)
-    levers = [
+    levers = _training_levers() if data.training else _eval_levers()
+    return Pathology(name, found, evidence, levers if found != "none" else [])
+
+
+def _training_levers() -> list[str]:
+    return [
         "enable `[overlong_penalty] enabled = true` (max_length, cache_length): episodes near the "
-        "token budget "
-        "lose reward (DAPO's soft overlong punishment)",
+        "token budget lose reward (DAPO's soft overlong punishment)",
         'set `[loss] name = "dr_grpo"`: no per-response length normalisation, which favours long '
         "wrong answers",
         "lower `[rollout] max_tokens` or `max_episode_tokens` (`--episode-tokens` on gfcr run/bench)",
         "if the cut episodes hit the turn limit instead (see truncated_turns_mean), the agent "
-        "never answered: "
-        "raise `[rollout] max_turns`, or teach the answer format first (`[sft] steps`)",
+        "never answered: raise `[rollout] max_turns`, or teach the answer format first (`[sft] steps`)",
     ]
-    return Pathology(name, found, evidence, levers if found != "none" else [])
+
+
+def _eval_levers() -> list[str]:
+    """An evaluation's levers: a cut episode scores as a failure, so say whether the limit or the
+    agent is at fault."""
+    return [
+        "read the cut episodes (examples): an agent that never gives a final answer fails on format, "
+        "not on the task; check its prompt or tool-call format",
+        "if they were cut while still working, raise the limit that cut them (`--max-turns` or "
+        "`--episode-tokens` on gfcr run/bench; see truncated_turns_mean) so the score measures the task",
+    ]
 
 
 def _by_env(data: RunData, cut: list) -> dict[str, dict[str, float]]:

@@ -45,6 +45,8 @@ _JINJA.filters["show"] = show
 def headline(p: Pathology) -> str:
     """One line of the strongest evidence of a finding."""
     e = p.evidence
+    if "by_run" in e:  # the worst over several runs: each run's own finding is below
+        return ", ".join(f"{run} {found}" for run, found in e["by_run"].items())
     if p.severity == "not_measurable":
         return str(e["not_measurable"])
     lines = {
@@ -70,8 +72,8 @@ def headline(p: Pathology) -> str:
             "a reward spread"
         ),
         "wasted_compute": lambda: (
-            f"{_percent(e.get('wasted_token_share'))} of tokens on zero-variance groups; "
-            f"{e.get('failed', 0)} failed; "
+            _wasted_tokens(e.get("wasted_token_share"))
+            + f"{e.get('failed', 0)} failed; "
             f"p95/median seconds {e.get('straggler_ratio', 0)}"
             + (
                 f"; {e['idle_time']['idle_share']:.0%} of wall time idle"
@@ -117,23 +119,19 @@ def _calibration_headline(found: Any) -> str:
     )
 
 
-def _percent(value: Any) -> str:
-    return f"{value:.0%}" if isinstance(value, float) else "not measurable"
+def _wasted_tokens(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.0%} of tokens on zero-variance groups; "
+    return "tokens on zero-variance groups not measurable (no prompt has two samples); "
 
 
 def terminal(diagnosis: Diagnosis) -> Group:
-    """The rich summary: the pathologies with their levers, then the criteria and the card."""
-    table = Table(
-        title="gfcr diagnose · " + ", ".join(diagnosis.sources), title_justify="left", box=box.SIMPLE_HEAD
-    )
-    for column in ("pathology", "severity", "finding"):
-        table.add_column(column, overflow="fold")
-    for p in diagnosis.pathologies:
-        table.add_row(p.name, Text(p.severity, style=COLOURS[p.severity]), Text(headline(p)))
-    parts: list[Any] = [table]
-    for p in diagnosis.found:
-        parts.append(Text(f"{p.name} ({p.severity}) — levers:", style="bold"))
-        parts += [Text(f"  • {lever}") for lever in p.levers]
+    """The rich summary: the pathologies with their levers (each run's alone when there are several),
+    then the criteria and the card."""
+    title = "gfcr diagnose · " + ", ".join(diagnosis.sources)
+    parts: list[Any] = []
+    for run, pathologies in (diagnosis.runs or {"": diagnosis.pathologies}).items():
+        parts += _pathology_parts(f"{title} · {run}" if run else title, pathologies)
     criteria = Table(title="criteria", title_justify="left", box=box.SIMPLE_HEAD)
     for column in ("criterion", "measure", "value"):
         criteria.add_column(column, overflow="fold")
@@ -148,6 +146,21 @@ def terminal(diagnosis: Diagnosis) -> Group:
     seeds = show(card["seeds"])
     line = f"card: gfcr {card['gfcr']} · work {work['hash']} ({work['tasks']} tasks) · seeds {seeds}"
     return Group(*parts, Text(line))
+
+
+def _pathology_parts(title: str, pathologies: list[Pathology]) -> list[Any]:
+    """One table of pathologies, then the levers of those found."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("pathology", "severity", "finding"):
+        table.add_column(column, overflow="fold")
+    for p in pathologies:
+        table.add_row(p.name, Text(p.severity, style=COLOURS[p.severity]), Text(headline(p)))
+    parts: list[Any] = [table]
+    for p in pathologies:
+        if p.found:
+            parts.append(Text(f"{p.name} ({p.severity}) — levers:", style="bold"))
+            parts += [Text(f"  • {lever}") for lever in p.levers]
+    return parts
 
 
 def _by_run_table(by_run: dict[str, dict[str, Any]]) -> Table:
@@ -203,8 +216,8 @@ def write_html(diagnosis: Diagnosis, directory: str | Path) -> Path:
         time=datetime.now(UTC).isoformat(timespec="seconds"),
         version=__version__,
         sources=diagnosis.sources,
-        pathologies=diagnosis.pathologies,
-        headlines={p.name: headline(p) for p in diagnosis.pathologies},
+        runs=diagnosis.runs or {"": diagnosis.pathologies},
+        headline=headline,
         criteria_html=criteria_html(diagnosis.criteria),
     )
     index = folder / "index.html"

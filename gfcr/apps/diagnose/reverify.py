@@ -38,6 +38,10 @@ class Reverification:
     skipped: dict[str, int] = field(default_factory=dict)
     repeats: int = 1
 
+    def only(self, run: str) -> Reverification:
+        """The verdicts of `run`'s episodes alone."""
+        return Reverification({k: v for k, v in self.verdicts.items() if k[0] == run}, {}, self.repeats)
+
     def disagreements(self) -> list[tuple[str, str]]:
         """(run, id) of the episodes whose re-judged verdicts differ from each other (flakiness)."""
         return [key for key, rewards in self.verdicts.items() if len(set(rewards)) > 1]

@@ -19,15 +19,16 @@ PAGE = """<!doctype html>
 <body>
 <h1>gfcr diagnose</h1>
 <p>{{ time }} · gfcr {{ version }} · {% for s in sources %}<code>{{ s }}</code>{% if not loop.last %}, {% endif %}{% endfor %}</p>
-<h2>Pathologies</h2>
-<table id="pathologies"><tr><th>pathology</th><th class="text">severity</th><th class="text">finding</th></tr>
-{% for p in pathologies %}<tr><td><a href="#{{ p.name }}">{{ p.name }}</a></td><td class="text {{ p.severity }}">{{ p.severity }}</td><td class="text">{{ headlines[p.name] }}</td></tr>
+{% for run, pathologies in runs.items() %}{% set prefix = run ~ "-" if run else "" %}
+<h2>Pathologies{% if run %} · {{ run }}{% endif %}</h2>
+<table id="{{ prefix }}pathologies"><tr><th>pathology</th><th class="text">severity</th><th class="text">finding</th></tr>
+{% for p in pathologies %}<tr><td><a href="#{{ prefix }}{{ p.name }}">{{ p.name }}</a></td><td class="text {{ p.severity }}">{{ p.severity }}</td><td class="text">{{ headline(p) }}</td></tr>
 {% endfor %}</table>
-{% for p in pathologies %}<section class="pathology" id="{{ p.name }}">
+{% for p in pathologies %}<section class="pathology" id="{{ prefix }}{{ p.name }}">
 <h3>{{ p.name }} · <span class="{{ p.severity }}">{{ p.severity }}</span></h3>
 {% if p.levers %}<p><b>levers</b></p><ul>{% for lever in p.levers %}<li>{{ lever }}</li>{% endfor %}</ul>{% endif %}
 <table class="evidence">{% for key, value in p.evidence.items() %}<tr><td>{{ key }}</td><td class="text">{{ value|show }}</td></tr>{% endfor %}</table>
-</section>{% endfor %}
+</section>{% endfor %}{% endfor %}
 {{ criteria_html|safe }}
 </body></html>
 """
