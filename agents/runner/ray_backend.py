@@ -11,7 +11,8 @@ cluster where verifiers are heavy. They are spread over the cluster's live nodes
 node leaves the cluster (its machine died, or `ray stop` ran there), the episodes on it fail with
 "env node lost", the runner runs them again on the other nodes, and `RayEnvPool.lost` names the
 node for the run's summary (`RunResult.lost`). Ray declares a node dead once its health checks
-fail (`health_check_period_ms` x `health_check_failure_threshold`: 15 s by default).
+fail (`health_check_period_ms` x `health_check_failure_threshold`: 15 s by default); a worker
+that dies before then is an ordinary "env worker died", retried `retries` times.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class RayEnvPool(RemoteEnvPool):
         self._num_cpus = num_cpus
         self._turns = itertools.count()
         self._lost_ids: set[str] = set()  # nodes seen leaving the cluster
+        self._run_again: dict[str, int] = {}  # by node: episodes whose worker it took with it
 
     def _start(self) -> _Worker:
         """A worker on the next live node in turn, so that workers spread evenly: Ray's SPREAD and
@@ -115,13 +117,13 @@ class RayEnvPool(RemoteEnvPool):
         )
 
     def _node_lost(self, worker: _Worker, method: str) -> EpisodeError:
-        """The error of an episode whose worker's node left the cluster; the node's first one records it."""
+        """The error of an episode whose worker's node left the cluster, counted in `lost`."""
         if worker.node_id not in self._lost_ids:
             self._lost_ids.add(worker.node_id)
-            placed = [w for _, w in self._placed.values() if isinstance(w, _Worker)]
-            on_it = sum(w.node_id == worker.node_id for w in placed)
-            self.lost[worker.node] = f"left the cluster mid-run with {on_it} episodes on it, run again"
-            logger.warning("%s %s", worker.node, self.lost[worker.node])
+            logger.warning("%s left the cluster; its episodes run again on the other nodes", worker.node)
+        self._run_again[worker.node] = self._run_again.get(worker.node, 0) + 1
+        count = self._run_again[worker.node]
+        self.lost[worker.node] = f"left the cluster mid-run: {count} episode{'s' * (count != 1)} run again"
         return EpisodeError(NODE_LOST, f"{worker.node} left the cluster during {method}", retryable=True)
 
     def _kill(self, worker: _Worker) -> None:
