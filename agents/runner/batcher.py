@@ -56,7 +56,7 @@ class Batcher:
         self._free_since = 0.0  # when a batch slot last came free (time.monotonic)
         self.batches = 0
         self.failed_in_a_row = 0  # batches that failed since the last one that did not
-        self._pending: list[tuple[Request, asyncio.Future[list[Completion]], float]] = []
+        self._pending: list[tuple[Request, asyncio.Future[tuple[list[Completion], float]], float]] = []
         self._in_flight = 0
         self._busy_since = 0.0
         self._wake = asyncio.Event()
@@ -65,9 +65,15 @@ class Batcher:
 
     async def submit(self, request: Request) -> list[Completion]:
         """Queue `request` for the next batch and wait for its completions."""
+        return (await self.submit_timed(request))[0]
+
+    async def submit_timed(self, request: Request) -> tuple[list[Completion], float]:
+        """`submit`, with the request's share of its batch's seconds: a batch of `t` seconds and `S`
+        samples charges each request t * n / S, so the shares of all requests sum to the policy's
+        time, not to each batch's time once per request (nor does the wait for a batch count)."""
         if self._dispatcher is None:
             self._dispatcher = asyncio.create_task(self._dispatch())
-        future: asyncio.Future[list[Completion]] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[tuple[list[Completion], float]] = asyncio.get_running_loop().create_future()
         self._pending.append((request, future, time.monotonic()))
         self._wake.set()
         return await future
@@ -117,7 +123,9 @@ class Batcher:
             pass
         self._wake.clear()
 
-    async def _run(self, batch: Sequence[tuple[Request, asyncio.Future[list[Completion]], float]]) -> None:
+    async def _run(
+        self, batch: Sequence[tuple[Request, asyncio.Future[tuple[list[Completion], float]], float]]
+    ) -> None:
         requests = [request for request, _, _ in batch]
         started = time.perf_counter()
         try:
@@ -138,10 +146,12 @@ class Batcher:
                     future.set_exception(error)
         else:
             self.failed_in_a_row = 0
+            per_sample = (time.perf_counter() - started) / max(len(completions), 1)
             start = 0
             for request, future, _ in batch:
                 if not future.done():
-                    future.set_result(completions[start : start + request.sampling.n])
+                    n = request.sampling.n
+                    future.set_result((completions[start : start + n], per_sample * n))
                 start += request.sampling.n
         finally:
             duration = time.perf_counter() - started

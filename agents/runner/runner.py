@@ -507,9 +507,9 @@ class _Run:
             if config.max_episode_tokens is not None:
                 budget = config.max_episode_tokens - episode.completion_tokens
                 turn_sampling = replace(sampling, max_tokens=max(1, min(sampling.max_tokens, budget)))
-            started = time.perf_counter()
-            completion = (await self.batcher.submit(episode.request(turn_sampling)))[0]
-            policy_s = time.perf_counter() - started
+            # charged its share of the batch, so the episodes' policy seconds sum to the policy's
+            completions, policy_s = await self.batcher.submit_timed(episode.request(turn_sampling))
+            completion = completions[0]
             started = time.perf_counter()
             result = await self._step(key, episode.action(completion))
             episode.record(completion, result, policy_s=policy_s, env_s=time.perf_counter() - started)

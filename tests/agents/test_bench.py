@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from itertools import combinations
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from runner_envs import ScriptPolicy
 from typer.testing import CliRunner
 
-from gfcr.agents import Runner
+from gfcr.agents import OraclePolicy, Runner, RunnerConfig, episodes_for_env
 from gfcr.agents.runner.specs import EpisodeSpec, env_config
 from gfcr.apps.bench.bench import AgentResult, BenchConfig, BenchResult, config_label
 from gfcr.apps.bench.metrics import pass_at_k, pass_hat_k, score
@@ -134,3 +135,24 @@ def test_the_report_reads_in_headless_chromium_and_shows_model_output_as_text(ho
         assert page.url.endswith("/4.html") and "reward 1.000" in page.locator("#turn-2").inner_text()
         assert errors == []
         browser.close()
+
+
+class SlowOracle(OraclePolicy):
+    """The oracle at 0.3 s a batch, whatever the batch's size (as a GPU model batches)."""
+
+    def generate(self, requests):
+        time.sleep(0.3)
+        return super().generate(requests)
+
+
+def test_each_episode_is_charged_its_share_of_a_batch_not_the_whole_batch(tmp_path):
+    # 16 one-turn episodes in batches of up to 16: charged the whole batch each, they would sum to
+    # at least 16 x 0.3 s = 4.8 s, several times the run's wall time
+    specs = episodes_for_env("gfcr/Math-v0", 16, kwargs={"split": "AIME2024"})
+    started = time.perf_counter()
+    Runner(SlowOracle(), RunnerConfig(concurrency=16)).run(specs, tmp_path / "run.jsonl")
+    wall = time.perf_counter() - started
+    trajectories = list(read_jsonl(tmp_path / "run.jsonl"))
+    policy_s = score({t.id: [t] for t in trajectories}).policy_s  # the bench's total
+    assert len(trajectories) == 16 and policy_s <= wall
+    assert policy_s >= 0.3  # every batch's seconds are charged to its episodes
