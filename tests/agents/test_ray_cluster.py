@@ -69,6 +69,8 @@ def test_a_node_lost_mid_run_has_its_episodes_run_again_on_the_other(two_nodes, 
             cluster.remove_node(second, allow_graceful=False)
 
     result = Runner(OraclePolicy(), config).run(specs, out, on_episode=kill_the_second_node)
+    started_on = {r.getMessage().split("ray node ")[1][:8] for r in caplog.records if "started on" in r.getMessage()}
+    assert started_on == {cluster.head_node.node_id[:8], second.node_id[:8]}  # workers on both nodes
     ((node, what),) = result.lost.items()
     assert node.startswith(f"ray node {second.node_id[:8]} (") and what.startswith("left the cluster mid-run")
     assert result.episodes == 16 and result.failed == 0
