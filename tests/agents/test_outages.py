@@ -39,16 +39,18 @@ def math_servers() -> Iterator[list[tuple[str, subprocess.Popen]]]:
         process = subprocess.Popen([*command, "--port", str(port)], stdout=subprocess.DEVNULL)
         servers.append((f"http://127.0.0.1:{port}", process))
     deadline = time.monotonic() + 240  # its imports take 7 s of CPU: minutes on a machine loaded 10 times over
-    for url, process in servers:
-        while not _healthy(url):
-            assert process.poll() is None, f"gfcr serve-env exited with {process.returncode}"
-            assert time.monotonic() < deadline, "gfcr serve-env did not come up in 240 s"
-            time.sleep(0.2)
-    yield servers
-    for _, process in servers:
-        process.send_signal(signal.SIGCONT)
-        process.terminate()
-        process.wait(10)
+    try:
+        for url, process in servers:
+            while not _healthy(url):
+                assert process.poll() is None, f"gfcr serve-env exited with {process.returncode}"
+                assert time.monotonic() < deadline, "gfcr serve-env did not come up in 240 s"
+                time.sleep(0.2)
+        yield servers
+    finally:  # also when they failed to come up: no server outlives the tests
+        for _, process in servers:
+            process.send_signal(signal.SIGCONT)
+            process.terminate()
+            process.wait(10)
 
 
 def _healthy(url: str) -> bool:
