@@ -84,6 +84,8 @@ def test_every_family_takes_the_budget_keywords_and_its_default_sits_inside_the_
     for env_id in gfcr.list_envs():
         if env_id == "gfcr/Remote-v0":  # the served env's budget applies, on its server
             continue
+        if not str(gym.spec(env_id).entry_point).startswith("gfcr.envs."):
+            continue  # an env another test registered: its own signature, not a bundled family's
         env = gym.make(env_id, max_tool_calls=1, step_time_s=7)
         assert (env.unwrapped.budget.max_tool_calls, env.unwrapped.budget.step_time_s) == (1, 7), env_id
         env.close()
