@@ -9,6 +9,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from page_scripts import on_page
 
 import gfcr  # noqa: F401  (registers the envs)
 from gfcr.envs.browser import chromium
@@ -83,17 +84,6 @@ READ_STATE = """async () => [
   document.cookie, localStorage.length, sessionStorage.length, window.name,
   (await indexedDB.databases()).length, (await caches.keys()).length,
 ]"""
-
-
-def on_page(env, script: str):
-    """What `script` returns on the env's page."""
-    got = []
-
-    async def run(tab):
-        got.append(await tab.page.evaluate(script))
-
-    env.unwrapped.on_page(run)
-    return got[0]
 
 
 def test_nothing_an_episode_leaves_behind_reaches_the_next(env):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 import pytest
+from page_scripts import on_page
 
 import gfcr  # noqa: F401  (registers the envs)
 from gfcr.envs.browser import BrowserVerifier
@@ -37,17 +38,6 @@ def ref(observation: str, role: str, name: str | None = None) -> str:
     node = PageView.parse(observation).find(role, name)
     assert node is not None, f"no {role} {name!r} on the page"
     return node.ref
-
-
-def on_page(env, script: str):
-    """What `script` returns, run on the env's page as the page's own script would run."""
-    got = []
-
-    async def run(tab):
-        got.append(await tab.page.evaluate(script))
-
-    env.unwrapped.on_page(run)
-    return got[0]
 
 
 def solve_easy_page(observation: str) -> str:
