@@ -80,7 +80,11 @@ def sft_samples(
     for trajectory in trajectories:
         if trajectory.tokens is None:
             if trajectory.env_id not in tools_by_env:
-                env = gym.make(trajectory.env_id, **(env_kwargs or {}))
+                if trajectory.remote:  # played on a server: ask it (the env need not be installed here)
+                    url = trajectory.remote["url"]
+                    env = gym.make("gfcr/Remote-v0", **{**(env_kwargs or {}), "url": url})
+                else:
+                    env = gym.make(trajectory.env_id, **(env_kwargs or {}))
                 tools_by_env[trajectory.env_id] = env.reset(seed=0)[1]["tools"]
                 env.close()
             trajectory.tokens = tokenize_trajectory(trajectory, chat, tools_by_env[trajectory.env_id])

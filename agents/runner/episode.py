@@ -59,12 +59,15 @@ class Episode:
         self.tools: tuple[dict[str, Any], ...] = tuple(info["tools"])
         self.messages: list[Message] = list(info["messages"])
         self.actions: list[str | Action] = []
+        self.env_id = env_id  # the env the runner steps: what the policy's requests name
+        remote = info.get("remote")  # a served env (`gfcr/Remote-v0`): its own id is the record's
         self.trajectory = Trajectory(
-            env_id=env_id,
+            env_id=remote["env_id"] if remote else env_id,
             task_id=self.task.id,
             prompt=obs,
             messages=self.messages,
             provenance=Provenance(policy.name, policy.version, seed),
+            remote={"url": remote["url"], "kwargs": remote["kwargs"]} if remote else None,
         )
         self.trajectory.cost.wait_s = add_waits(None, info.get("wait_s"))  # queued in the reset
         if trajectory_id is not None:
@@ -94,7 +97,7 @@ class Episode:
             tuple(self.messages),
             self.tools,
             replace(sampling, n=1),
-            self.trajectory.env_id,
+            self.env_id,
             self.task,
             prompt_ids,
         )

@@ -35,7 +35,7 @@ import httpx
 from gfcr.core import Action, Message, Task
 from gfcr.envs.remote.session import Session
 from gfcr.envs.remote.tasks import remote_tasks
-from gfcr.envs.remote.wire import decode_error, decode_info, require_gold, reset_arguments
+from gfcr.envs.remote.wire import decode_error, decode_info, jsonable, require_gold, reset_arguments
 from gfcr.envs.spaces import UnicodeText
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import ConfigError, GfcrError
@@ -87,6 +87,7 @@ class RemoteEnv(gym.Env[str, str]):
         self.observation_space = UnicodeText(max_observation_chars)
         self.action_space = UnicodeText(max_action_chars)
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        _tokens[self.url] = token  # for the oracle, a classmethod: it has the task's url, not this env
         self.served = self._probe()  # {} for a server not written with gfcr
         self.env_id: str | None = self.served.get("env_id")
         self.signal_defaults = dict(self.served.get("signal_defaults") or {})
@@ -165,14 +166,17 @@ class RemoteEnv(gym.Env[str, str]):
 
     @classmethod
     def oracle(cls, task: Task, messages: Sequence[Message]) -> str:
-        """The served env's oracle, where that env is registered in this process too (and the
-        server sends gold data: `gfcr serve-env --send-gold`)."""
+        """The served env's oracle, for a server that sends gold data (`gfcr serve-env --send-gold`):
+        the env's own where it is registered in this process too, else the server's (`POST
+        /gfcr/oracle`; a plugin env need not be installed beside the client)."""
         env_id = require_gold(task).metadata.get("remote_env_id")
         if env_id is None:
             raise GfcrError(
                 "this remote task does not say which env served it: the oracle needs a gfcr server"
             )
-        return env_class(env_id).oracle(task, messages)
+        if env_id in gym.registry:
+            return env_class(env_id).oracle(task, messages)
+        return served_oracle(str(task.metadata.get("remote_url")), task, messages)
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -294,6 +298,9 @@ class RemoteEnv(gym.Env[str, str]):
             info = decode_info(metadata)
             if isinstance(info.get("task"), Task):
                 info["task"].metadata.setdefault("remote_env_id", self.env_id)
+                info["task"].metadata.setdefault("remote_url", self.url)
+            if first:  # the runner records the served env's id, and this server, in the trajectory
+                info["remote"] = {"env_id": self.env_id, "url": self.url, "kwargs": self.served.get("kwargs")}
             return info
         info = {
             "messages": [Message("user", text)],
@@ -304,6 +311,33 @@ class RemoteEnv(gym.Env[str, str]):
             task_id = str(metadata.get("task_id") or f"{self.url}/{self.np_random.integers(1 << 30)}")
             info |= {"task": Task(task_id, text, source=self.url), "tools": []}
         return info
+
+
+_tokens: dict[str, str | None] = {}  # url -> bearer token, of the servers this process connected to
+
+
+def served_oracle(url: str, task: Task, messages: Sequence[Message], timeout_s: float = 60.0) -> str:
+    """The oracle's action for `task` after `messages`, computed by the env server at `url`.
+
+    Only a server started with `--send-gold` answers (403 otherwise): the oracle plays from gold data.
+    """
+    token = _tokens.get(url) or token_from_environment()
+    body = {"task": jsonable(task), "messages": [m.to_dict() for m in messages]}
+    try:
+        reply = httpx.post(
+            f"{url}/gfcr/oracle",
+            json=body,
+            headers={"Authorization": f"Bearer {token}"} if token else {},
+            timeout=timeout_s,
+        )
+    except httpx.HTTPError as e:
+        raise GfcrError(f"the env server at {url} did not answer the oracle ({_reason(e)})") from e
+    if reply.status_code != 200:
+        detail = reply.json().get("detail") if reply.headers.get("content-type") == "application/json" else ""
+        raise GfcrError(
+            f"the env server at {url} refused the oracle ({reply.status_code}: {detail or reply.text[:200]})"
+        )
+    return str(reply.json()["text"])
 
 
 def _metadata(reply: dict[str, Any]) -> dict[str, Any]:

@@ -124,6 +124,8 @@ class Trajectory:
     status: str = "ok"
     failure: str | None = None
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    # played through `gfcr/Remote-v0`: {"url", "kwargs"} of the server that ran `env_id` (masked)
+    remote: dict[str, Any] | None = None
 
     @property
     def total_reward(self) -> float:
@@ -142,6 +144,8 @@ class Trajectory:
             for optional in ("state", "finish_reason"):  # lines stay as they were before these existed
                 if step[optional] is None:
                     del step[optional]
+        if data["remote"] is None:  # lines of local envs stay as they were before it existed
+            del data["remote"]
         data["messages"] = [m.to_dict() for m in self.messages]
         data["total_reward"] = self.total_reward
         return data

@@ -6,8 +6,10 @@ sessions (one isolated env per WebSocket), `/reset`, `/step`, `/state`, `/schema
 (`/{name}/num_tasks`, `/{name}/task`, `/{name}/task_range`). gfcr adds what a shared server
 needs in front of it (`Guard`): an optional bearer token, bounded request and message sizes, and
 closing WebSockets idle past a timeout; and `GET /gfcr`, which says what is served (the runner
-checks it before spreading episodes over servers). `serve_env` runs it on uvicorn with bounded
-connections (`gfcr.apps.connections`): idle and slow sockets are shed, served clients are not.
+checks it before spreading episodes over servers), and `POST /gfcr/oracle`, the served env's
+oracle action for a client that lacks the env's class (with `send_gold` only). `serve_env` runs
+it on uvicorn with bounded connections (`gfcr.apps.connections`): idle and slow sockets are shed,
+served clients are not.
 
 What a client sees is what an agent may see. Tasks go out without their gold data and metadata
 (`withhold_gold`: the answer, the gold SQL, hidden tests) unless the server is started with
@@ -42,7 +44,7 @@ from typing import Any, Literal
 
 import gymnasium as gym
 import uvicorn
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -55,10 +57,17 @@ from pydantic import BaseModel, Field
 from gfcr.apps.connections import ConnectionLimits, uvicorn_config
 from gfcr.apps.guard import Guard
 from gfcr.core import Action as GfcrAction
-from gfcr.core import Task, ToolCall
+from gfcr.core import Message, Task, ToolCall
 from gfcr.core.admission import Admission, AdmissionConfig, add_waits
 from gfcr.core.redact import redact
-from gfcr.envs.remote.wire import encode_error, encode_info, jsonable, reset_arguments, withhold_gold
+from gfcr.envs.remote.wire import (
+    decode_task,
+    encode_error,
+    encode_info,
+    jsonable,
+    reset_arguments,
+    withhold_gold,
+)
 from gfcr.errors import ConfigError, QueueTimeoutError, UnknownNameError
 from gfcr.registry import env_class, list_envs
 from gfcr.version import __version__
@@ -86,6 +95,13 @@ class TextAction(Action):
     )
     tool_name: str = Field(default="", description="With type call_tool: the tool to call.")
     arguments: dict[str, Any] = Field(default_factory=dict, description="With type call_tool: its arguments.")
+
+
+class OracleRequest(BaseModel):
+    """A task (as `GET /{name}/task` sends it, gold included) and the conversation so far."""
+
+    task: dict[str, Any] = Field(description="The task, gold data included.")
+    messages: list[dict[str, Any]] = Field(default_factory=list, description="The chat so far.")
 
 
 class TextObservation(Observation):
@@ -130,6 +146,24 @@ class ServedEnv:
     def visible(self, task: Task) -> Task:
         """`task` as this server sends it: whole with `send_gold`, else without gold and metadata."""
         return task if self.send_gold else withhold_gold(task)
+
+    def oracle(self, request: OracleRequest) -> dict[str, str]:
+        """What `POST /gfcr/oracle` answers: the served env's oracle action, `{"text": ...}`, for a
+        client without the env's class (a plugin installed beside the server only). Only with
+        `send_gold` (403 otherwise): the oracle plays from gold data, so it is as trusted."""
+        if not self.send_gold:
+            raise HTTPException(
+                403,
+                "this env server withholds gold data (answers, gold SQL, tests), which the scripted "
+                "oracle plays from: start it with `gfcr serve-env ... --send-gold` "
+                "(for trusted trainer-side clients only)",
+            )
+        try:
+            task = decode_task(request.task)
+            messages = [Message.from_dict(m) for m in request.messages]
+            return {"text": env_class(self.env_id).oracle(task, messages)}
+        except Exception as e:  # a task of another env, a broken message: a 400 that names it
+            raise ConfigError(f"the oracle of {self.env_id} failed: {type(e).__name__}: {e}") from e
 
     def describe(self) -> dict[str, Any]:
         """What `GET /gfcr` answers (the env's keywords with credentials masked)."""
@@ -399,6 +433,9 @@ def create_app(
         mode="simulation",
     )
     app.get("/gfcr", tags=["Environment Info"], summary="What this gfcr server serves")(served.describe)
+    app.post("/gfcr/oracle", tags=["Environment Info"], summary="The oracle's action (--send-gold only)")(
+        served.oracle
+    )
     app.add_exception_handler(ConfigError, _bad_request)  # a reset's bad seed or options
     app.add_exception_handler(RequestValidationError, _bad_request)  # a body of the wrong shape
     return Guard(

@@ -310,3 +310,75 @@ def test_a_bench_report_masks_the_env_servers_token(tooluse_server, tmp_path):
     written = {path: path.read_text() for path in tmp_path.rglob("*") if path.suffix in kinds}
     assert written and not [path for path, text in written.items() if token in text]
     assert 'token=\\"***\\"' in written[tmp_path / "results.json"]
+
+
+GUESS = '''
+from gfcr.core import Task
+from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.tasks import TaskSource
+
+
+class GuessEnv(TextEnv):
+    """Say the secret number; reward 1.0 for it."""
+
+    signal_defaults = {"correct": False}
+
+    def __init__(self, render_mode=None):
+        tasks = [Task(f"guess/{i}", "Say my secret number.", str(i * 37 % 1000)) for i in range(3)]
+        super().__init__(TaskSource.from_tasks("guess", tasks), render_mode=render_mode)
+
+    def respond(self, action):
+        correct = action.text.strip() == self.task.gold
+        return Outcome("Correct." if correct else "Wrong.", float(correct), terminated=True,
+                       signals={"correct": correct})
+
+    @classmethod
+    def oracle(cls, task, messages):
+        return task.gold
+'''
+
+
+@pytest.fixture
+def guess_servers(installed_distribution, serve_env, monkeypatch, tmp_path):
+    """`gfcr serve-env acme/Guess-v0`, a plugin installed beside the servers only: (gold url, url)."""
+    installed_distribution("acme-envs", "[gfcr.envs]\nacme/Guess-v0 = acme_envs.guess:GuessEnv\n",
+                           {"acme_envs/__init__.py": "", "acme_envs/guess.py": GUESS})  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        with monkeypatch.context() as patch:  # the servers' sys.path only: this process lacks the plugin
+            patch.setenv("PYTHONPATH", str(tmp_path))
+            gold, _ = stack.enter_context(serve_env("acme/Guess-v0", "--token", "s3cret", "--send-gold"))
+            plain, _ = stack.enter_context(serve_env("acme/Guess-v0", "--token", "s3cret"))
+        yield gold, plain
+
+
+def test_the_oracle_plays_a_served_plugin_env_over_the_wire_and_trajectories_name_that_env(guess_servers, tmp_path):
+    from typer.testing import CliRunner
+
+    from gfcr.apps.cli import app
+    from gfcr.core import read_jsonl
+
+    gold, plain = guess_servers
+    assert "acme/Guess-v0" not in gym.registry  # the client has only gfcr/Remote-v0 and a url
+    out = tmp_path / "gold.jsonl"
+    run = ["run", "gfcr/Remote-v0", "-a", "scripted:oracle", "-n", "3", "-e", "token=s3cret", "--out", str(out)]
+    result = CliRunner().invoke(app, [*run, "-e", f"url={gold}"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    trajectories = list(read_jsonl(out))
+    assert [t.total_reward for t in trajectories] == [1.0, 1.0, 1.0]
+    assert {t.env_id for t in trajectories} == {"acme/Guess-v0"}  # the served env's id, not Remote-v0
+    assert all(t.remote == {"url": gold, "kwargs": {}} for t in trajectories)
+    result = CliRunner().invoke(app, [*run, "-e", f"url={gold}", "--resume"], terminal_width=200)
+    assert result.exit_code == 0 and len(list(read_jsonl(out))) == 3, result.output  # resumed: nothing run again
+
+    out = tmp_path / "plain.jsonl"
+    run[-1] = str(out)
+    result = CliRunner().invoke(app, [*run, "-e", f"url={plain}"], terminal_width=200)
+    failures = [t.failure for t in read_jsonl(out)]
+    assert len(failures) == 3 and all("--send-gold" in f for f in failures), (result.output, failures)
+    # The attack: a client that forges a task with its gold gets no oracle from a server without the opt-in.
+    forged = {"task": {"id": "guess/1", "prompt": "Say my secret number.", "gold": "37"}, "messages": []}
+    headers = {"Authorization": "Bearer s3cret"}
+    reply = httpx.post(f"{plain}/gfcr/oracle", json=forged, headers=headers)
+    assert reply.status_code == 403 and "--send-gold" in reply.json()["detail"]
+    assert httpx.post(f"{gold}/gfcr/oracle", json=forged, headers=headers).json() == {"text": "37"}
+    assert httpx.post(f"{gold}/gfcr/oracle", json=forged).status_code == 401  # the token still guards it
