@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import time
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 
 from gfcr.agents import OraclePolicy, Runner, RunnerConfig, episodes_for_env
 from gfcr.agents.runner.specs import EpisodeSpec, env_config
+from gfcr.apps.bench import svg
 from gfcr.apps.bench.bench import AgentResult, BenchConfig, BenchResult, config_label
 from gfcr.apps.bench.metrics import pass_at_k, pass_hat_k, score
 from gfcr.apps.bench.report import write_report
@@ -156,3 +158,58 @@ def test_each_episode_is_charged_its_share_of_a_batch_not_the_whole_batch(tmp_pa
     policy_s = score({t.id: [t] for t in trajectories}).policy_s  # the bench's total
     assert len(trajectories) == 16 and policy_s <= wall
     assert policy_s >= 0.3  # every batch's seconds are charged to its episodes
+
+
+@pytest.fixture(scope="module")
+def scripted_report(tmp_path_factory) -> Path:
+    """A real bench of the oracle and the random agent (AIME 2024, 3 tasks, 2 samples), diagnosed."""
+    root = tmp_path_factory.mktemp("scripted")
+    args = ["bench", "gfcr/Math-v0", "-a", "scripted:oracle", "-a", "scripted:random", "-k", "2",
+            "--num-tasks", "3", "-e", "split=AIME2024", "--report", str(root / "report")]  # fmt: skip
+    assert (done := cli.invoke(app, args, terminal_width=200)).exit_code == 0, done.output
+    diagnosed = cli.invoke(app, ["diagnose", str(root / "report"), "--html", str(root / "diagnosis")])
+    assert diagnosed.exit_code == 0, diagnosed.output
+    return root
+
+
+def colour_share(png: bytes, hex_colour: str) -> float:
+    """The share of a screenshot's pixels within a few levels of `hex_colour`."""
+    image = pytest.importorskip("PIL.Image").open(io.BytesIO(png)).convert("RGB")
+    want = tuple(int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
+    pixels = list(image.getdata())
+    return sum(all(abs(a - b) <= 12 for a, b in zip(p, want, strict=True)) for p in pixels) / len(pixels)
+
+
+@pytest.mark.timeout(120)
+def test_the_report_and_its_diagnosis_read_as_a_person_sees_them(scripted_report):
+    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    shots = scripted_report / "screenshots"
+    shots.mkdir()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.goto((scripted_report / "report" / "index.html").as_uri())
+        page.screenshot(path=shots / "index.png", full_page=True)
+        # the random agent's pass@1 of 0 is a bar of height 0: its label says so
+        pass_at_1 = page.locator("figure").nth(0)
+        assert pass_at_1.locator("text.value").all_text_contents() == ["1.00", "0.00"]
+        assert pass_at_1.locator("text.value").nth(1).is_visible()
+        # the oracle's pass^k (1.0) lies on its pass@k (1.0): both colours show on screen
+        curves = page.locator("figure").nth(1)
+        png = curves.screenshot(path=shots / "pass_at_k.png")
+        assert colour_share(png, svg.PALETTE[0]) > 0.002 and colour_share(png, svg.PALETTE[2]) > 0.002
+        cells = page.locator("section.criteria td.text").all_inner_texts()
+        assert cells and not [c for c in cells if c.lstrip().startswith(("{", "["))]  # no raw JSON
+        assert page.locator("section.criteria table.nested").count() > 0
+
+        page.goto((scripted_report / "diagnosis" / "index.html").as_uri())
+        page.screenshot(path=shots / "diagnosis.png", full_page=True)
+        cells = page.locator("table.evidence > tbody > tr > td.text").all_inner_texts()
+        assert cells and not [c for c in cells if c.lstrip().startswith(("{", "["))]
+        example = page.locator("#scripted\\:random-zero_variance_groups a[href*='episodes/scripted_random']").first
+        trajectory_id = example.inner_text()
+        example.click()
+        assert page.url.endswith(f"episodes/scripted_random/index.html#{trajectory_id}")
+        assert page.locator(f"#episodes tr[id='{trajectory_id}']").is_visible()
+        page.screenshot(path=shots / "episodes.png")
+        browser.close()

@@ -105,7 +105,8 @@ def _plots(k: int, results: Sequence[AgentResult], outcome_names: list[str]) -> 
         ks = list(range(1, k + 1))
         series = {f"{r.agent} pass@k": [r.overall.pass_at.get(j, 0.0) for j in ks] for r in results}
         series |= {f"{r.agent} pass^k": [r.overall.pass_hat.get(j, 0.0) for j in ks] for r in results}
-        plots.append(svg.line_chart("pass@k and pass^k", ks, series))
+        dashed = [f"{r.agent} pass^k" for r in results]
+        plots.append(svg.line_chart("pass@k (solid) and pass^k (dashed)", ks, series, dashed=dashed))
     episodes = max((r.overall.episodes for r in results), default=1)
     plots.append(
         svg.bar_chart(
@@ -156,6 +157,7 @@ def _write_viewer(folder: Path, result: AgentResult, labels: dict[str, str]) -> 
         rows.append(
             {
                 "number": number,
+                "id": t.id,
                 "label": label,
                 "task": t.task_id,
                 "sample": t.provenance.seed,

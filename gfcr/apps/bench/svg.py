@@ -3,11 +3,13 @@
 >>> svg = bar_chart("pass@1", ["math", "code"], {"oracle": [1.0, 1.0], "random": [0.0, 0.1]})
 >>> svg.startswith("<svg") and svg.count("<rect class=\\"bar\\"") == 4
 True
+>>> svg.count('class="value"')  # every bar is labelled, a bar of height 0 too
+4
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from html import escape
 
 PALETTE = ("#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb")
@@ -39,30 +41,52 @@ def bar_chart(
                 f'fill="{PALETTE[s % len(PALETTE)]}">'
                 f"<title>{escape(name)} · {escape(label)}: {fmt.format(value)}</title></rect>"
             )
+            # the value above its bar: a bar of height 0 is otherwise indistinguishable from none
+            parts.append(
+                f'<text class="value" x="{x + bar_w * 0.475:.1f}" y="{y - 3:.1f}" text-anchor="middle">'
+                f"{fmt.format(value)}</text>"
+            )
         parts.append(_label(LEFT + (g + 0.5) * group_w, HEIGHT - BOTTOM + 14, label))
     parts.append(_legend(list(series)))
     return _svg(parts)
 
 
 def line_chart(
-    title: str, xs: Sequence[int], series: Mapping[str, Sequence[float]], *, ymax: float = 1.0
+    title: str,
+    xs: Sequence[int],
+    series: Mapping[str, Sequence[float]],
+    *,
+    ymax: float = 1.0,
+    dashed: Collection[str] = (),
 ) -> str:
-    """Lines over integer x values (e.g. k), one per series; values may be shorter than `xs`."""
+    """Lines over integer x values (e.g. k), one per series; values may be shorter than `xs`.
+
+    Series named in `dashed` are drawn dashed and thin over the others, solid and wide, so two
+    series with equal values (an agent's pass@k and pass^k when it always passes) both show.
+    Each point carries a marker with its value as a tooltip.
+    """
     plot_w, plot_h = WIDTH - LEFT - 10, HEIGHT - BOTTOM - TOP
     step = plot_w / max(len(xs) - 1, 1)
     parts = _frame(title, ymax, "{:.2f}")
     for i, x in enumerate(xs):
         parts.append(_label(LEFT + i * step, HEIGHT - BOTTOM + 14, f"k={x}"))
-    for s, (name, values) in enumerate(series.items()):
-        points = " ".join(
-            f"{LEFT + i * step:.1f},{TOP + plot_h * (1 - v / ymax):.1f}" for i, v in enumerate(values)
-        )
+    names = list(series)
+    for s in sorted(range(len(names)), key=lambda s: names[s] in dashed):  # dashed ones on top
+        name, values = names[s], series[names[s]]
+        xy = [(LEFT + i * step, TOP + plot_h * (1 - v / ymax)) for i, v in enumerate(values)]
         color = PALETTE[s % len(PALETTE)]
+        style = 'stroke-width="2" stroke-dasharray="6 4"' if name in dashed else 'stroke-width="5"'
         parts.append(
-            f'<polyline class="line" points="{points}" fill="none" stroke="{color}" stroke-width="2">'
-            f"<title>{escape(name)}</title></polyline>"
+            f'<polyline class="line" points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in xy)}" fill="none" '
+            f'stroke="{color}" {style}><title>{escape(name)}</title></polyline>'
         )
-    parts.append(_legend(list(series)))
+        radius = 2.5 if name in dashed else 4
+        parts += [
+            f'<circle class="point" cx="{x:.1f}" cy="{y:.1f}" r="{radius}" fill="{color}">'
+            f"<title>{escape(name)} · k={k}: {v:.3f}</title></circle>"
+            for (x, y), k, v in zip(xy, xs, values, strict=False)
+        ]
+    parts.append(_legend(names, dashed))
     return _svg(parts)
 
 
@@ -88,14 +112,19 @@ def _label(x: float, y: float, text: str) -> str:
     )
 
 
-def _legend(names: list[str]) -> str:
+def _legend(names: list[str], dashed: Collection[str] = ()) -> str:
     items = []
     for s, name in enumerate(names):
         x, y = LEFT + 180 * (s % 4), 22 + 12 * (s // 4)  # under the title, four to a row
-        items.append(
-            f'<rect x="{x}" y="{y}" width="10" height="10" fill="{PALETTE[s % len(PALETTE)]}"/>'
-            f'<text x="{x + 14}" y="{y + 9}" class="tick">{escape(name[:28])}</text>'
-        )
+        color = PALETTE[s % len(PALETTE)]
+        if name in dashed:
+            key = (
+                f'<line x1="{x}" x2="{x + 10}" y1="{y + 5}" y2="{y + 5}" stroke="{color}" '
+                'stroke-dasharray="3 2"/>'
+            )
+        else:
+            key = f'<rect x="{x}" y="{y}" width="10" height="10" fill="{color}"/>'
+        items.append(key + f'<text x="{x + 14}" y="{y + 9}" class="tick">{escape(name[:28])}</text>')
     return "".join(items)
 
 

@@ -13,6 +13,8 @@ pre { white-space: pre-wrap; word-break: break-word; background: #f7f7f7; paddin
 .tool { border-left: 4px solid #228833; padding-left: .5rem; }
 .solved { color: #228833; } .failed, .unsolved, .truncated { color: #aa3377; }
 svg .title { font-weight: 600; font-size: 13px; } svg .tick { font-size: 11px; fill: #444; }
+svg .value { font-size: 10px; fill: #222; }
+table.nested { margin: 0; } table.nested td, table.nested th { border-color: #e3e3e3; padding: .1rem .35rem; text-align: left; }
 nav a { margin-right: 1rem; }
 """
 
@@ -69,7 +71,7 @@ EPISODES = """<!doctype html>
 <h1>{{ agent }}: {{ rows|length }} episodes</h1>
 <table id="episodes"><tr><th>#</th><th>env configuration</th><th>task</th><th>sample</th><th>outcome</th><th>reward</th>
 <th>turns</th><th>tokens out</th></tr>
-{% for r in rows %}<tr><td><a href="{{ r.number }}.html">{{ r.number }}</a></td><td class="text">{{ r.label }}</td>
+{% for r in rows %}<tr id="{{ r.id }}"><td><a href="{{ r.number }}.html">{{ r.number }}</a></td><td class="text">{{ r.label }}</td>
 <td class="text">{{ r.task }}</td><td>{{ r.sample }}</td><td class="{{ r.outcome }} text">{{ r.outcome }}</td>
 <td>{{ "%.2f"|format(r.reward) }}</td><td>{{ r.turns }}</td><td>{{ r.tokens }}</td></tr>
 {% endfor %}</table></body></html>

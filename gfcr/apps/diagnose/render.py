@@ -4,20 +4,25 @@ criteria section the bench report and training out_dirs reuse)."""
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment
+from markupsafe import Markup
 from rich import box
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from gfcr.apps.bench.bench import _slug
 from gfcr.apps.bench.templates import STYLE
 from gfcr.apps.diagnose import templates
 from gfcr.apps.diagnose.base import Pathology
 from gfcr.apps.diagnose.diagnose import Diagnosis
+from gfcr.core import read_jsonl
 from gfcr.version import __version__
 
 COLOURS = {
@@ -38,8 +43,42 @@ def show(value: Any) -> str:
     return "—" if value is None else str(value)
 
 
+def cell(value: Any, links: Mapping[str, str] | None = None) -> Markup:
+    """A value for an HTML table cell, as a person reads it: a mapping as a nested table (a list of
+    mappings as one table, a row each), other lists comma-separated, scalars as `show` writes them;
+    a string found in `links` (a trajectory id) links to its page.
+
+    >>> print(cell(["a1", "b2", 0.25], {"a1": "ep.html#a1"}))
+    <a href="ep.html#a1">a1</a>, b2, 0.25
+    >>> print(cell({"all_fail": 3}))
+    <table class="nested"><tr><td>all_fail</td><td class="text">3</td></tr></table>
+    """
+    links = links or {}
+    if isinstance(value, dict) and value:
+        row = Markup('<tr><td>{}</td><td class="text">{}</td></tr>')
+        rows = Markup("").join(row.format(k, cell(v, links)) for k, v in value.items())
+        return Markup('<table class="nested">{}</table>').format(rows)
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        keys = list(dict.fromkeys(k for v in value for k in v))
+        item = Markup('<td class="text">{}</td>')
+        head = Markup("").join(Markup("<th>{}</th>").format(k) for k in keys)
+        body = Markup("").join(
+            Markup("<tr>{}</tr>").format(Markup("").join(item.format(cell(v.get(k), links)) for k in keys))
+            for v in value
+        )
+        return Markup('<table class="nested"><tr>{}</tr>{}</table>').format(head, body)
+    if isinstance(value, dict | list) and not value:
+        return Markup("—")
+    if isinstance(value, list):
+        return Markup(", ").join(cell(v, links) for v in value)
+    if isinstance(value, str) and value in links:
+        return Markup('<a href="{}">{}</a>').format(links[value], value)
+    return Markup("{}").format(show(value))
+
+
 _JINJA = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
 _JINJA.filters["show"] = show
+_JINJA.filters["cell"] = cell
 
 
 def headline(p: Pathology) -> str:
@@ -194,7 +233,8 @@ def print_terminal(diagnosis: Diagnosis, console: Console) -> None:
 
 def criteria_block(criteria: dict[str, Any], title: str | None = None) -> str:
     """One criteria table set (reliability, coverage, cost, card) as HTML, under `title`."""
-    return _JINJA.from_string(templates.CRITERIA).render(criteria=criteria, title=title or "Criteria")
+    template = _JINJA.from_string(templates.CRITERIA)
+    return template.render(criteria=criteria, title=title or "Criteria", links={})
 
 
 def criteria_html(criteria: dict[str, Any]) -> str:
@@ -202,6 +242,23 @@ def criteria_html(criteria: dict[str, Any]) -> str:
     parts = [criteria_block(criteria)]
     parts += [criteria_block(found, f"Criteria · {run}") for run, found in criteria.get("by_run", {}).items()]
     return "\n".join(parts)
+
+
+def episode_links(sources: list[str], folder: Path) -> dict[str, str]:
+    """Trajectory id -> its row in a bench report's episode viewer, relative to `folder`, for the
+    bench reports among `sources` (other inputs have no viewer)."""
+    links = {}
+    for source in map(Path, sources):
+        if not (source / "results.json").is_file():
+            continue
+        agents = json.loads((source / "results.json").read_text(encoding="utf-8")).get("agents", {})
+        for agent, entry in agents.items():
+            path = source / entry.get("trajectories", "")
+            if not path.is_file():
+                continue
+            page = os.path.relpath(source / "episodes" / _slug(agent) / "index.html", folder)
+            links |= {t.id: f"{page}#{t.id}" for t in read_jsonl(path)}
+    return links
 
 
 def write_html(diagnosis: Diagnosis, directory: str | Path) -> Path:
@@ -218,6 +275,7 @@ def write_html(diagnosis: Diagnosis, directory: str | Path) -> Path:
         sources=diagnosis.sources,
         runs=diagnosis.runs or {"": diagnosis.pathologies},
         headline=headline,
+        links=episode_links(diagnosis.sources, folder),
         criteria_html=criteria_html(diagnosis.criteria),
     )
     index = folder / "index.html"

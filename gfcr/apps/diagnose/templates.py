@@ -5,10 +5,10 @@ CRITERIA = """<section class="criteria">
 <h2>{{ title|default("Criteria") }}</h2>
 {% for name in ("reliability", "coverage", "cost") if name in criteria %}<h3>{{ name }}</h3>
 <table class="criteria" id="criteria-{{ name }}">{% for key, value in criteria[name].items() %}
-<tr><td>{{ key }}</td><td class="text">{{ value|show }}</td></tr>{% endfor %}</table>
+<tr><td>{{ key }}</td><td class="text">{{ value|cell(links) }}</td></tr>{% endfor %}</table>
 {% endfor %}{% if criteria.note %}<p>{{ criteria.note }}</p>{% endif %}
 {% if criteria.card %}<h3>reproducibility card</h3>
-<table id="card">{% for key, value in criteria.card.items() %}<tr><td>{{ key }}</td><td class="text">{{ value|show }}</td></tr>{% endfor %}</table>{% endif %}
+<table id="card">{% for key, value in criteria.card.items() %}<tr><td>{{ key }}</td><td class="text">{{ value|cell(links) }}</td></tr>{% endfor %}</table>{% endif %}
 </section>
 """
 
@@ -27,7 +27,7 @@ PAGE = """<!doctype html>
 {% for p in pathologies %}<section class="pathology" id="{{ prefix }}{{ p.name }}">
 <h3>{{ p.name }} · <span class="{{ p.severity }}">{{ p.severity }}</span></h3>
 {% if p.levers %}<p><b>levers</b></p><ul>{% for lever in p.levers %}<li>{{ lever }}</li>{% endfor %}</ul>{% endif %}
-<table class="evidence">{% for key, value in p.evidence.items() %}<tr><td>{{ key }}</td><td class="text">{{ value|show }}</td></tr>{% endfor %}</table>
+<table class="evidence">{% for key, value in p.evidence.items() %}<tr><td>{{ key }}</td><td class="text">{{ value|cell(links) }}</td></tr>{% endfor %}</table>
 </section>{% endfor %}{% endfor %}
 {{ criteria_html|safe }}
 </body></html>
