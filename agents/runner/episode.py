@@ -68,6 +68,7 @@ class Episode:
             messages=self.messages,
             provenance=Provenance(policy.name, policy.version, seed),
             remote={"url": remote["url"], "kwargs": remote["kwargs"]} if remote else None,
+            tools=list(self.tools),
         )
         self.trajectory.cost.wait_s = add_waits(None, info.get("wait_s"))  # queued in the reset
         if trajectory_id is not None:

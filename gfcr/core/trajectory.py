@@ -126,6 +126,8 @@ class Trajectory:
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     # played through `gfcr/Remote-v0`: {"url", "kwargs"} of the server that ran `env_id` (masked)
     remote: dict[str, Any] | None = None
+    # the tool specs offered to the policy (OpenAI function schemas), what the model saw beside the prompt
+    tools: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def total_reward(self) -> float:
@@ -146,6 +148,8 @@ class Trajectory:
                     del step[optional]
         if data["remote"] is None:  # lines of local envs stay as they were before it existed
             del data["remote"]
+        if not data["tools"]:  # likewise lines of episodes offered no tools
+            del data["tools"]
         data["messages"] = [m.to_dict() for m in self.messages]
         data["total_reward"] = self.total_reward
         return data

@@ -162,10 +162,17 @@ def test_each_episode_is_charged_its_share_of_a_batch_not_the_whole_batch(tmp_pa
 
 @pytest.fixture(scope="module")
 def scripted_report(tmp_path_factory) -> Path:
-    """A real bench of the oracle and the random agent (AIME 2024, 3 tasks, 2 samples), diagnosed."""
+    """A real bench of the oracle and the random agent on a small suite (2 AIME 2024 problems, one
+    SQL task with tools), 2 samples each, diagnosed."""
     root = tmp_path_factory.mktemp("scripted")
-    args = ["bench", "gfcr/Math-v0", "-a", "scripted:oracle", "-a", "scripted:random", "-k", "2",
-            "--num-tasks", "3", "-e", "split=AIME2024", "--report", str(root / "report")]  # fmt: skip
+    suite = root / "small.toml"
+    suite.write_text(
+        'name = "small"\n'
+        '[[entries]]\nenv_id = "gfcr/Math-v0"\nkwargs = { split = "AIME2024" }\nnum_tasks = 2\n'
+        '[[entries]]\nenv_id = "gfcr/SQL-v0"\nkwargs = { dataset = "chinook" }\ntasks = ["chinook/001"]\n'
+    )
+    args = ["bench", str(suite), "-a", "scripted:oracle", "-a", "scripted:random", "-k", "2",
+            "--report", str(root / "report")]  # fmt: skip
     assert (done := cli.invoke(app, args, terminal_width=200)).exit_code == 0, done.output
     diagnosed = cli.invoke(app, ["diagnose", str(root / "report"), "--html", str(root / "diagnosis")])
     assert diagnosed.exit_code == 0, diagnosed.output
@@ -192,7 +199,7 @@ def test_the_report_and_its_diagnosis_read_as_a_person_sees_them(scripted_report
         page.screenshot(path=shots / "index.png", full_page=True)
         # the random agent's pass@1 of 0 is a bar of height 0: its label says so
         pass_at_1 = page.locator("figure").nth(0)
-        assert pass_at_1.locator("text.value").all_text_contents() == ["1.00", "0.00"]
+        assert pass_at_1.locator("text.value").all_text_contents() == ["1.00", "0.00"] * 2
         assert pass_at_1.locator("text.value").nth(1).is_visible()
         # the oracle's pass^k (1.0) lies on its pass@k (1.0): both colours show on screen
         curves = page.locator("figure").nth(1)
@@ -212,4 +219,10 @@ def test_the_report_and_its_diagnosis_read_as_a_person_sees_them(scripted_report
         assert page.url.endswith(f"episodes/scripted_random/index.html#{trajectory_id}")
         assert page.locator(f"#episodes tr[id='{trajectory_id}']").is_visible()
         page.screenshot(path=shots / "episodes.png")
+        # an SQL episode's page shows the tools the model was offered
+        page.locator("#episodes tr", has_text="gfcr/SQL-v0").first.locator("a").click()
+        tools = page.locator("details.tool.spec")
+        assert [s.split(" —")[0] for s in tools.locator("summary").all_inner_texts()] == ["execute_sql", "submit_sql"]
+        assert tools.first.locator("pre").is_visible() and '"query"' in tools.first.inner_text()
+        page.screenshot(path=shots / "episode.png", full_page=True)
         browser.close()

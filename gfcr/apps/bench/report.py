@@ -25,6 +25,8 @@ from gfcr.core import Message, Trajectory, parse_action
 from gfcr.version import __version__
 
 _JINJA = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
+# a tool's parameter schema, indented, its text as written (Jinja's tojson escapes quotes for scripts)
+_JINJA.filters["schema"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def write_report(config: BenchConfig, bench: BenchResult) -> Path:

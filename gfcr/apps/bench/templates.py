@@ -95,8 +95,11 @@ policy {{ "%.3f"|format(t.cost.policy_s) }} s, env {{ "%.3f"|format(t.cost.env_s
 <tr><td>trajectory id</td><td class="text">{{ t.id }}</td></tr>
 </table>
 <h2>Prompt</h2>
-{% for m in prompt %}<details class="message"{% if m.content|length < 2000 %} open{% endif %}><summary class="role">{{ m.role }}
+{% for m in prompt %}<details class="message"{% if m.role == "system" or m.content|length < 2000 %} open{% endif %}><summary class="role">{{ m.role }}
 ({{ m.content|length }} characters)</summary><pre>{{ m.content }}</pre></details>{% endfor %}
+<h2>Tools offered</h2>
+{% for tool in t.tools %}{% set f = tool.function or tool %}<details class="tool spec" open><summary><code>{{ f.name }}</code> — {{ f.description }}</summary>
+<pre>{{ f.parameters|schema }}</pre></details>{% else %}<p id="no-tools">none: the model was offered no tools (or the trajectory predates their recording)</p>{% endfor %}
 {% for turn in turns %}<section class="turn" id="turn-{{ loop.index }}">
 <h2>Turn {{ loop.index }}</h2>
 <div class="message"><span class="role">assistant</span><pre>{{ turn.step.action }}</pre></div>
