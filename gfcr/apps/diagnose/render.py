@@ -247,7 +247,7 @@ def criteria_html(criteria: dict[str, Any]) -> str:
 def episode_links(sources: list[str], folder: Path) -> dict[str, str]:
     """Trajectory id -> its row in a bench report's episode viewer, relative to `folder`, for the
     bench reports among `sources` (other inputs have no viewer)."""
-    links = {}
+    links: dict[str, str] = {}
     for source in map(Path, sources):
         if not (source / "results.json").is_file():
             continue
