@@ -247,13 +247,13 @@ def load_runs(paths: Iterable[str | Path], agents: Sequence[str] = ()) -> list[R
     >>> _input_names([Path("runs/t0.7"), Path("runs/t0.9"), Path("a/report"), Path("b/report")])
     ['t0.7', 't0.9', 'a/report', 'b/report']
     """
-    paths = [Path(path) for path in paths]
-    resolved = [path.resolve() for path in paths]
-    repeated = sorted({str(p) for p, r in zip(paths, resolved, strict=True) if resolved.count(r) > 1})
+    inputs = [Path(path) for path in paths]
+    resolved = [path.resolve() for path in inputs]
+    repeated = sorted({str(p) for p, r in zip(inputs, resolved, strict=True) if resolved.count(r) > 1})
     if repeated:
         raise ConfigError(f"{', '.join(repeated)} given more than once: give each input once")
     runs: list[Run] = []
-    for path, input_name in zip(paths, _input_names(resolved), strict=True):
+    for path, input_name in zip(inputs, _input_names(resolved), strict=True):
         if path.is_dir():
             found = _report_runs(path)
         elif path.is_file():
