@@ -26,10 +26,15 @@ from __future__ import annotations
 import difflib
 import importlib
 import logging
+import sys
+from collections.abc import Iterable
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+
+from gfcr.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +62,32 @@ def register_env(env_id: str, entry_point: str | Any, **kwargs: Any) -> None:
     if env_id not in gym.registry:
         gym.register(env_id, entry_point=entry_point, **{"disable_env_checker": False, **kwargs})
     _registered.add(env_id)
+
+
+def import_modules(modules: Iterable[str]) -> None:
+    """Import `modules`, those that register envs (`--import`, a suite file's or trainer config's
+    `imports`), finding them in the current folder too, as `python -m` does.
+
+    The runner's env workers in other processes need nothing more: an env's configuration carries
+    its entry point (`gfcr.agents.env_config`), whose class a worker imports from the same module.
+
+    >>> import_modules(["gfcr.envs.math"])
+    >>> import_modules(["no_such_envs"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    gfcr.errors.ConfigError: cannot import no_such_envs (No module named 'no_such_envs'): ...
+    """
+    here = str(Path.cwd())
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise ConfigError(
+                f"cannot import {module} ({e}): give a module installed or in the current folder that "
+                "registers the env, e.g. --import my_envs for ./my_envs.py"
+            ) from e
 
 
 def register_builtin_envs() -> None:

@@ -38,7 +38,7 @@ import gymnasium as gym
 from gfcr.core.config import from_dict, setting
 from gfcr.core.task import Task
 from gfcr.errors import ConfigError, UnknownNameError
-from gfcr.registry import list_envs
+from gfcr.registry import import_modules, list_envs
 from gfcr.version import __version__
 
 logger = logging.getLogger(__name__)
@@ -307,6 +307,7 @@ SUITE_KEYS = {
     "description": "One line on what it measures.",
     "version": "The suite's version: bump it when its work changes.",
     "entries": "The envs: an [[entries]] table each (env_id, kwargs, num_tasks or tasks, k or seeds).",
+    "imports": 'Modules to import first, those that register the envs, e.g. ["my_envs"].',
 }
 
 
@@ -349,6 +350,10 @@ def suite_from_dict(data: Mapping[str, Any], *, default_name: str = "suite", whe
     for key in data:
         if key not in SUITE_KEYS:
             raise ConfigError(f"{where}: {_unknown(key, SUITE_KEYS)}")
+    imports = data.get("imports", [])
+    if not isinstance(imports, list) or not all(isinstance(m, str) for m in imports):
+        raise ConfigError(f'{where}: imports must be a list of module names (["my_envs"]), got {imports!r}')
+    import_modules(imports)
     tables = data.get("entries")
     if not isinstance(tables, list) or not tables or not all(isinstance(t, Mapping) for t in tables):
         raise ConfigError(

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import gymnasium as gym
+import pytest
 from typer.testing import CliRunner
 
+import gfcr
 from gfcr.apps.cli import app
 from gfcr.core import read_jsonl
+from gfcr.trainers.config import EnvSection
 
 runner = CliRunner()
+DOCS = Path(__file__).parents[1] / "docs"
 
 
 def test_list_shows_envs_and_suites_with_task_counts():
@@ -79,3 +86,50 @@ def test_runner_options_reach_the_runner_and_bad_values_are_usage_errors(tmp_pat
     assert all(len(t.steps) == 1 and t.steps[-1].truncated for t in read_jsonl(out))
     result = runner.invoke(app, [*args, "--env-workers", "procss"], terminal_width=200)
     assert result.exit_code == 2 and "env_workers must be 'thread' or 'process'" in result.output
+
+
+PLUGIN_ID = "gfcr/ReverseImport-v0"
+
+
+@pytest.fixture
+def plugin_module(tmp_path, monkeypatch):
+    """The docs' own env (docs/add-your-own-environment.md) as ./reverse_import_env.py in the current
+    folder, under an id of its own; `forget()` unregisters it and drops the module, as in a new process."""
+    code = re.search(r"```python\n(.*?)```", (DOCS / "add-your-own-environment.md").read_text(), re.DOTALL)
+    module = code.group(1).split("\nenv = gym.make")[0].replace("gfcr/Reverse-v0", PLUGIN_ID)
+    (tmp_path / "reverse_import_env.py").write_text(module)
+    monkeypatch.chdir(tmp_path)
+
+    def forget() -> None:
+        sys.modules.pop("reverse_import_env", None)
+        gym.registry.pop(PLUGIN_ID, None)
+        gfcr.registry._registered.discard(PLUGIN_ID)
+
+    forget()
+    yield forget
+    forget()
+
+
+def test_import_lets_run_bench_serve_env_suites_and_trainer_configs_use_your_own_env(plugin_module, serve_env, tmp_path):
+    oracle = ["-a", "scripted:oracle"]
+    result = runner.invoke(app, ["run", PLUGIN_ID, *oracle, "-n", "3"], terminal_width=200)
+    assert result.exit_code == 2 and "unknown" in result.output  # what the docs' command did before --import
+    # Env workers in other processes get the env too: its configuration carries its entry point.
+    result = runner.invoke(app, ["run", PLUGIN_ID, *oracle, "-n", "3", "--import", "reverse_import_env",
+                                 "--env-workers", "process", "--out", "run.jsonl"], terminal_width=200)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert [t.total_reward for t in read_jsonl(tmp_path / "run.jsonl")] == [1.0, 1.0, 1.0]
+    plugin_module()
+    suite = f'imports = ["reverse_import_env"]\n[[entries]]\nenv_id = "{PLUGIN_ID}"\nnum_tasks = 3\n'
+    (tmp_path / "mine.toml").write_text(suite)
+    result = runner.invoke(app, ["bench", "mine.toml", *oracle, "--report", "report"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    results = json.loads((tmp_path / "report" / "results.json").read_text())
+    assert results["agents"]["scripted:oracle"]["overall"]["pass_at"] == {"1": 1.0}
+    plugin_module()
+    assert EnvSection(id=PLUGIN_ID, imports=["reverse_import_env"]) and PLUGIN_ID in gym.registry  # [env] imports
+    with serve_env(PLUGIN_ID, "--import", "reverse_import_env") as (url, _):  # `gfcr serve-env`, its own process
+        env = gym.make("gfcr/Remote-v0", url=url)
+        _, info = env.reset(options={"task_id": "reverse/rollout"})
+        assert info["task"].id == "reverse/rollout" and env.step("tuollor")[1] == 1.0
+        env.close()

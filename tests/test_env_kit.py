@@ -179,7 +179,7 @@ def test_gfcr_check_imports_the_module_that_registers_the_env(tmp_path, monkeypa
     assert result.exit_code == 0, result.output
     assert "mine/Echo-v0 passes the env contract" in result.output
     result = runner.invoke(app, ["check", "mine/Echo-v0", "--import", "no_such_module_here"])
-    assert result.exit_code == 2 and "--import no_such_module_here: No module named" in result.output
+    assert result.exit_code == 2 and "cannot import no_such_module_here (No module named" in result.output
 
 
 def test_an_env_without_an_oracle_skips_that_check_and_passes():

@@ -31,6 +31,7 @@ from gfcr.core.config import setting
 from gfcr.errors import ConfigError, UnknownNameError
 from gfcr.filter import ADVANTAGE_ESTIMATORS
 from gfcr.filter.indicators import THRESHOLDS
+from gfcr.registry import import_modules
 from gfcr.trainers.losses import LOSSES
 
 SCHEDULES = ("constant", "linear", "cosine")
@@ -66,6 +67,12 @@ class EnvSection:
     id: str = setting(help='A registered env id, e.g. "gfcr/ToolUse-v0".')
     kwargs: dict[str, Any] = setting(default_factory=dict, help="gymnasium.make keywords.")
     num_tasks: int = setting(1000, "Tasks in the training pool (drawn in a seeded order).")
+    imports: list[str] = setting(
+        default_factory=list, help='Modules to import first, those that register the env, e.g. ["my_envs"].'
+    )
+
+    def __post_init__(self) -> None:
+        import_modules(self.imports)  # so `id` is known wherever the config is loaded
 
 
 @dataclass(frozen=True)

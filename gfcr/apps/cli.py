@@ -37,6 +37,7 @@ from gfcr.apps.connections import ConnectionLimits
 from gfcr.apps.options import config_options
 from gfcr.core.admission import AdmissionConfig
 from gfcr.errors import ConfigError, GfcrError, needs_extra
+from gfcr.registry import import_modules
 
 app = typer.Typer(help="gfcr: Gymnasium environments for agentic LLM rollouts.", no_args_is_help=True)
 console = Console(width=None if sys.stdout.isatty() else 120)  # 120 in pipes and logs, not 80
@@ -62,6 +63,10 @@ Resume = Annotated[
     typer.Option("--resume", help="Keep the output, skip the episodes it holds, run its failed ones again."),
 ]
 Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing --out file.")]
+Imports = Annotated[
+    list[str] | None,
+    typer.Option("--import", "-i", help="Import a module first (one that registers the env); repeatable."),
+]
 
 
 @app.callback()
@@ -101,28 +106,18 @@ def check(
     episodes: Annotated[int, typer.Option(min=1, help="Episodes of the oracle and of random junk.")] = 5,
     seed: Annotated[int, typer.Option(help="Seed of the random texts.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
-    imports: Annotated[
-        list[str] | None,
-        typer.Option("--import", "-i", help="Import a module first (one that registers the env)."),
-    ] = None,
+    imports: Imports = None,
 ) -> None:
     """Check an env against the gfcr env contract, as gfcr checks its own; exit 1 if it breaks it.
 
     Gymnasium's check_env, seeding and task ids, hostile actions, the step after the end, sync and
     async vector envs, pickling, declared signals, and the oracle (~1.0) and random junk (~0).
     """
-    import importlib
-
     from gfcr.testing import check_contract
 
-    sys.path.insert(0, str(Path.cwd()))  # --import finds modules of the current folder, as `python -m` does
     try:
         kwargs = _parse_env_args(env_arg or [])
-        for module in imports or []:
-            try:
-                importlib.import_module(module)
-            except ImportError as e:
-                raise ConfigError(f"--import {module}: {e}") from e
+        import_modules(imports or [])
     except GfcrError as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from e
@@ -173,6 +168,7 @@ def run(
     env_arg: EnvArgs = None,
     resume: Resume = False,
     force: Force = False,
+    imports: Imports = None,
     *,
     runner: RunnerConfig,
 ) -> None:
@@ -187,6 +183,7 @@ def run(
 
     try:
         _check_out(out, resume=resume, force=force)
+        import_modules(imports or [])
         specs = episodes_for_env(env_id, episodes, kwargs=_parse_env_args(env_arg or []), seed=seed)
         result = Runner(make_policy(agent), runner).run(
             specs, out, resume=resume, progress=f"{env_id} · {agent}"
@@ -234,6 +231,7 @@ def bench(
     seed: Annotated[int, typer.Option(help="Seed of sample j is seed + j.")] = 0,
     env_arg: EnvArgs = None,
     resume: Resume = False,
+    imports: Imports = None,
     *,
     runner: RunnerConfig,
 ) -> None:
@@ -244,6 +242,7 @@ def bench(
     from gfcr.apps.bench.report import write_report
 
     try:
+        import_modules(imports or [])
         config = BenchConfig(
             tuple(target),
             tuple(agent),
@@ -604,6 +603,7 @@ def serve_env(
             "computed on the server either way.",
         ),
     ] = False,
+    imports: Imports = None,
     *,
     admission: AdmissionConfig,
     limits: ConnectionLimits,
@@ -613,6 +613,7 @@ def serve_env(
         with needs_extra("gfcr serve-env"):
             from gfcr.remote import serve_env as run_server
         kwargs = _parse_env_args(env_args or [])
+        import_modules(imports or [])
         console.print(
             f"serving {env_id} at http://{host}:{port}  "
             f"(gfcr: gym.make('gfcr/Remote-v0', url='http://{host}:{port}'); openenv: GenericEnvClient)"
