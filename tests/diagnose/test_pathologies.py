@@ -60,7 +60,7 @@ def test_reward_hacking_format_only_truncated_and_constant_answers(write, clean,
     )
     assert len(e["examples"]["format_only"]) == 3
     assert any("Rubric" in lever for lever in found.levers)
-    assert any("[overlong_penalty] enabled = true" in lever for lever in found.levers)
+    assert any("in `gfcr train`, enable `[overlong_penalty] enabled = true`" in lever for lever in found.levers)
 
 
 def test_reward_hacking_seen_by_a_second_verifier(write, episode):

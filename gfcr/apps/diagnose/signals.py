@@ -60,7 +60,8 @@ def reward_hacking(data: RunData, reverified: Reverification | None = None) -> P
         evidence["reward_trend"] = trend(data, "rollout/reward_mean")
         value = max(value, steps["last"])
     found = severity("rewarded_incorrect_share", value)
-    return Pathology(name, found, evidence, _hacking_levers(evidence) if found != "none" else [])
+    levers = _hacking_levers(evidence, data.training) if found != "none" else []
+    return Pathology(name, found, evidence, levers)
 
 
 def _repeated_answers(data: RunData, rewarded: list[Trajectory]) -> list[Trajectory]:
@@ -86,7 +87,9 @@ def _unbacked(run: str, t: Trajectory, reverified: Reverification) -> bool:
     return bool(rewards) and len(set(rewards)) == 1 and rewards[0] < t.total_reward - 1e-9
 
 
-def _hacking_levers(evidence: dict) -> list[str]:
+def _hacking_levers(evidence: dict, training: bool) -> list[str]:
+    """The levers; an evaluation's name a trainer setting only as what `gfcr train` would need."""
+    there = "" if training else "in `gfcr train`, "
     levers = []
     if evidence["rewarded_incorrect"] or evidence["format_only"]:
         levers.append(
@@ -98,9 +101,8 @@ def _hacking_levers(evidence: dict) -> list[str]:
         )
     if evidence["rewarded_truncated"]:
         levers.append(
-            f"enable `[overlong_penalty] enabled = true`: {evidence['rewarded_truncated']} "
-            "rewarded episodes were "
-            "cut off by a limit; the penalty makes running into the limit cost reward (DAPO)"
+            f"{evidence['rewarded_truncated']} rewarded episodes were cut off by a limit: {there}enable "
+            "`[overlong_penalty] enabled = true`, which makes running into the limit cost reward (DAPO)"
         )
     if evidence["repeated_answer"]:
         levers.append(
@@ -163,7 +165,9 @@ def noisy_signals(
             "different verdicts; "
             "fix its seeds, run an LLM judge at temperature 0, raise time limits that verdicts hit "
             "(e.g. Code-v0 `-e timeout_s=...`)",
-            "raise `[rollout] group_size`: a group's mean averages over label noise",
+            "raise `[rollout] group_size`: a group's mean averages over label noise"
+            if data.training
+            else "raise `-k` (gfcr bench): pass@k over more samples averages over label noise",
         ]
     if calibration is not None:  # a calibration that judged nothing still says why (its skips)
         evidence["gold_calibration"] = calibration.to_dict()
