@@ -382,3 +382,18 @@ def test_the_oracle_plays_a_served_plugin_env_over_the_wire_and_trajectories_nam
     assert reply.status_code == 403 and "--send-gold" in reply.json()["detail"]
     assert httpx.post(f"{gold}/gfcr/oracle", json=forged, headers=headers).json() == {"text": "37"}
     assert httpx.post(f"{gold}/gfcr/oracle", json=forged).status_code == 401  # the token still guards it
+
+
+def test_remote_episodes_are_rejudged_here_by_the_served_env_with_its_own_keywords(serve_env):
+    from gfcr.apps.diagnose.reverify import reverify
+
+    with serve_env("gfcr/Math-v0", "-e", "split=AIME2024", "--send-gold") as (url, _):
+        client = {"url": url}  # what a bench report records as the episodes' keywords
+        specs = episodes_for_env("gfcr/Remote-v0", 3, kwargs=client)
+        trajectories = Runner(make_policy("scripted:oracle"), RunnerConfig()).run(specs).trajectories
+    assert {t.env_id for t in trajectories} == {"gfcr/Math-v0"} and all(t.total_reward == 1.0 for t in trajectories)
+    assert all(t.remote == {"url": url, "kwargs": {"split": "AIME2024"}} for t in trajectories)
+    # Judged by gfcr/Math-v0 made here with the served keywords, not with the client's `url`.
+    judged = reverify({"run": trajectories}, repeats=1, episode_kwargs={t.id: client for t in trajectories})
+    assert judged.skipped == {} and len(judged.verdicts) == 3
+    assert [judged.verdicts[("run", t.id)] for t in trajectories] == [[1.0]] * 3

@@ -57,7 +57,8 @@ def reverify(
     """Judge every finished episode of `runs` `repeats` times with its env's verifier.
 
     An episode whose own keywords are known (`episode_kwargs`: episode id -> gym.make keywords, as
-    a bench report records them) is judged by the env made with exactly those: one task id may run
+    a bench report records them; `Trajectory.remote` for one played through `gfcr/Remote-v0`, whose
+    served env is then made here) is judged by the env made with exactly those: one task id may run
     under several configurations (SQL multi-turn and single-turn) that judge differently. Other
     episodes are judged by the first keyword set of their env id (`env_kwargs`) that knows the task.
     """
@@ -67,7 +68,8 @@ def reverify(
         for t in trajectories:
             if t.status != "ok" or not t.steps:
                 continue
-            own = (episode_kwargs or {}).get(t.id.split(".")[0])  # a sample's id extends its episode's
+            # played on an env server: its env's own keywords (a report holds the client's, `url`)
+            own = t.remote["kwargs"] if t.remote else (episode_kwargs or {}).get(t.id.split(".")[0])
             kwarg_sets = [own] if own is not None else (env_kwargs or {}).get(t.env_id) or [{}]
             key = (t.env_id, json.dumps(kwarg_sets, sort_keys=True, default=str))
             if key not in envs:
