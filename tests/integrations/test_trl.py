@@ -312,5 +312,7 @@ def test_grpo_trainer_through_a_remote_env(tiny_model, tmp_path, tooluse_gold_se
     )
     trainer.train()
     assert logged(trainer, "reward") == 1.0  # the oracle, judged by the served env's verifier
-    assert {t.env_id for t in rollout.last_result.trajectories} == {"gfcr/Remote-v0"}
+    # trajectories name the env the server plays, and keep where it was played
+    assert {t.env_id for t in rollout.last_result.trajectories} == {"gfcr/ToolUse-v0"}
+    assert all(t.remote and t.remote["url"] == url for t in rollout.last_result.trajectories)
     assert all(t.task_id.startswith("tooluse/") for t in rollout.last_result.trajectories)
