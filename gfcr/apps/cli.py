@@ -271,6 +271,12 @@ def bench(
     for r in result.agents:
         if r.overall.wait_s:  # queued for env servers, sandboxes, judges or users: by whom, in all
             console.print(f"{r.agent} waited for: {describe_waits(r.overall.wait_s)}", soft_wrap=True)
+        if r.overall.cut_turns:  # answers judged unfinished: the cap, not the agent, may be at fault
+            console.print(
+                f"[yellow]{escape(r.agent)}: {r.overall.cut_turns} of {r.overall.turns} turns were cut at "
+                "--max-tokens[/yellow] (their answers were judged unfinished)",
+                soft_wrap=True,
+            )
     console.print(
         f"suite {result.suite} v{result.suite_version} · fingerprint {result.fingerprint}", soft_wrap=True
     )

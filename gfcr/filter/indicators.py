@@ -59,6 +59,13 @@ def truncated(trajectory: Trajectory) -> bool:
     return trajectory.status == "ok" and bool(trajectory.steps) and trajectory.steps[-1].truncated
 
 
+def cut_turns(trajectory: Trajectory) -> int:
+    """How many of the episode's actions were cut at the policy's token cap (`finish_reason`
+    "length"): a cut answer may end an episode without being truncated (a single-turn env judges
+    whatever it got)."""
+    return sum(step.finish_reason == "length" for step in trajectory.steps)
+
+
 def rewarded_incorrect(trajectory: Trajectory) -> bool:
     """A reward above 0 on work the env's own correctness signal calls wrong."""
     return trajectory.status == "ok" and trajectory.total_reward > 0 and correctness(trajectory) is False

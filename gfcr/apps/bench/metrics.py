@@ -25,6 +25,7 @@ from typing import Any
 from gfcr.agents.runner.episode import solved
 from gfcr.core import Trajectory
 from gfcr.core.admission import add_waits
+from gfcr.filter.indicators import cut_turns
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -62,6 +63,8 @@ class Scores:
     env_s: float = 0.0  # seconds in the env, summed over episodes
     wait_s: dict[str, float] = field(default_factory=dict)  # of env_s, queued per resource, summed
     outcomes: dict[str, int] = field(default_factory=dict)  # solved, unsolved, truncated, failure reasons
+    turns: int = 0  # policy actions, summed over episodes
+    cut_turns: int = 0  # of them, cut at the token cap (`--max-tokens`)
 
     @property
     def pass_at_1(self) -> float:
@@ -100,6 +103,8 @@ def score(by_task: Mapping[Any, Sequence[Trajectory]], k: int = 1) -> Scores:
         env_s=sum(t.cost.env_s for t in everything),
         wait_s=functools.reduce(add_waits, (t.cost.wait_s for t in everything), {}),
         outcomes=dict(Counter(outcome(t) for t in everything).most_common()),
+        turns=sum(len(t.steps) for t in everything),
+        cut_turns=sum(cut_turns(t) for t in everything),
     )
     counts = [(len(samples), sum(solved(t) for t in samples)) for samples in by_task.values()]
     for j in range(1, k + 1):

@@ -105,7 +105,7 @@ policy {{ "%.3f"|format(t.cost.policy_s) }} s, env {{ "%.3f"|format(t.cost.env_s
 <div class="message"><span class="role">assistant</span><pre>{{ turn.step.action }}</pre></div>
 {% for call in turn.calls %}<div class="tool call"><span class="role">tool call</span> <code>{{ call.name }}</code><pre>{{ call.arguments|tojson }}</pre></div>{% endfor %}
 {% for m in turn.observation %}<div class="message {{ 'tool' if m.role == 'tool' else '' }}"><span class="role">{{ m.role }}{% if m.name %} · {{ m.name }}{% endif %}</span><pre>{{ m.content }}</pre></div>{% endfor %}
-<p class="reward">reward {{ "%.3f"|format(turn.step.reward) }}{% if turn.step.terminated %} · terminated{% endif %}{% if turn.step.truncated %} · truncated{% endif %}
+<p class="reward">reward {{ "%.3f"|format(turn.step.reward) }}{% if turn.step.terminated %} · terminated{% endif %}{% if turn.step.truncated %} · truncated{% endif %}{% if turn.step.finish_reason == "length" %} · <span class="truncated cut">cut at max_tokens</span>{% endif %}
 · signals: {% for key, value in turn.step.signals.items() %}{{ key }}={{ value }}{% if not loop.last %}, {% endif %}{% endfor %}</p>
 </section>{% endfor %}
 </body></html>

@@ -9,7 +9,7 @@ import numpy as np
 from gfcr.apps.diagnose.base import Pathology, share, thresholds, worst
 from gfcr.apps.diagnose.data import RunData
 from gfcr.apps.diagnose.groups import EXAMPLES, trend
-from gfcr.filter.indicators import SUCCESS_REWARD, episode_length, severity, truncated
+from gfcr.filter.indicators import SUCCESS_REWARD, cut_turns, episode_length, severity, truncated
 
 REWARD_RISE = 0.05  # a mean-reward gain below this over training counts as "without reward"
 
@@ -26,6 +26,8 @@ def length_inflation(data: RunData) -> Pathology:
     severities = []
     if ok:
         cut = [t for t in ok if truncated(t)]
+        turns_cut = [cut_turns(t) for t in ok]  # actions cut at the token cap, per episode
+        cut_short = [t for t, n in zip(ok, turns_cut, strict=True) if n]
         solved = [episode_length(t) for t in ok if t.total_reward >= SUCCESS_REWARD - 1e-9]
         unsolved = [episode_length(t) for t in ok if t.total_reward < SUCCESS_REWARD - 1e-9]
         has_tokens = any(t.tokens is not None or t.cost.tokens_out for t in ok)
@@ -38,9 +40,13 @@ def length_inflation(data: RunData) -> Pathology:
             "mean_length_solved": round(float(np.mean(solved)), 1) if solved else None,
             "mean_length_unsolved": round(float(np.mean(unsolved)), 1) if unsolved else None,
             "truncated_turns_mean": round(float(np.mean([len(t.steps) for t in cut])), 2) if cut else None,
-            "examples": [t.id for t in cut[:EXAMPLES]],
+            "turns_cut_at_max_tokens": sum(turns_cut),
+            "turns_cut_share": share(sum(turns_cut), sum(len(t.steps) for t in ok)),
+            "episodes_cut_at_max_tokens": len(cut_short),
+            "examples": list(dict.fromkeys(t.id for t in cut + cut_short))[:EXAMPLES],
         }
         severities.append(severity("truncated_share", len(cut) / len(ok)))
+        severities.append(severity("truncated_share", len(cut_short) / len(ok)))
     if (steps := trend(data, "diagnose/truncated_share")) is not None:
         evidence["truncated_trend"] = steps
         severities.append(severity("truncated_share", steps["last"]))
@@ -68,7 +74,8 @@ def _training_levers() -> list[str]:
         "token budget lose reward (DAPO's soft overlong punishment)",
         'set `[loss] name = "dr_grpo"`: no per-response length normalisation, which favours long '
         "wrong answers",
-        "lower `[rollout] max_tokens` or `max_episode_tokens` (`--episode-tokens` on gfcr run/bench)",
+        "lower `[rollout] max_tokens` or `max_episode_tokens` (`--episode-tokens` on gfcr run/bench); "
+        "or, if answers are cut at the cap before they end (turns_cut_share), raise `max_tokens`",
         "if the cut episodes hit the turn limit instead (see truncated_turns_mean), the agent "
         "never answered: raise `[rollout] max_turns`, or teach the answer format first (`[sft] steps`)",
     ]
@@ -82,6 +89,8 @@ def _eval_levers() -> list[str]:
         "not on the task; check its prompt or tool-call format",
         "if they were cut while still working, raise the limit that cut them (`--max-turns` or "
         "`--episode-tokens` on gfcr run/bench; see truncated_turns_mean) so the score measures the task",
+        "answers cut at the token cap (turns_cut_share) are judged unfinished: raise `--max-tokens` "
+        "if they were still going",
     ]
 
 

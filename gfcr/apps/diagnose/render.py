@@ -98,6 +98,7 @@ def headline(p: Pathology) -> str:
         "reward_hacking": lambda: _hacking_headline(e),
         "length_inflation": lambda: (
             f"{e.get('truncated_share', e.get('truncated_trend', {}).get('mean', 0)):.0%} truncated"
+            + (f", {e['turns_cut_share']:.0%} of turns cut at max_tokens" if e.get("turns_cut_share") else "")
             + (
                 f"; length ×{e['length_growth']:.2f} over training, reward {e['reward_gain']:+.3f}"
                 if isinstance(e.get("length_growth"), float)
