@@ -23,6 +23,7 @@ gfcr.errors.GfcrError: no env server answers at http://127.0.0.1:9 (...): start 
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import time
@@ -300,7 +301,8 @@ class RemoteEnv(gym.Env[str, str]):
                 info["task"].metadata.setdefault("remote_env_id", self.env_id)
                 info["task"].metadata.setdefault("remote_url", self.url)
             if first:  # the runner records the served env's id, and this server, in the trajectory
-                info["remote"] = {"env_id": self.env_id, "url": self.url, "kwargs": self.served.get("kwargs")}
+                kwargs = copy.deepcopy(self.served.get("kwargs"))  # each reset's info is its own
+                info["remote"] = {"env_id": self.env_id, "url": self.url, "kwargs": kwargs}
             return info
         info = {
             "messages": [Message("user", text)],

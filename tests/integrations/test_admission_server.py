@@ -87,13 +87,28 @@ def test_with_concurrency_one_the_second_client_queues_and_its_answer_says_how_l
 
 
 def test_a_step_queued_past_the_deadline_fails_its_episode_as_the_servers_failure():
+    HoldEnv.entered.clear(), HoldEnv.release.clear()
     admission = AdmissionConfig(max_concurrency=1, queue_timeout_s=0.2)
-    with serving(create_app(ENV_ID, {"hold_s": 1.5}, admission=admission)) as url:
+    with serving(create_app(ENV_ID, admission=admission)) as url:
+
+        def release_once_the_other_gave_up() -> None:  # the first step holds the one slot till then
+            assert HoldEnv.entered.wait(60)
+            seen_waiting, deadline = False, time.monotonic() + 60
+            while time.monotonic() < deadline:
+                waiting = httpx.get(f"{url}/gfcr").json()["admission"]["waiting"]
+                if seen_waiting and waiting == 0:
+                    break
+                seen_waiting = seen_waiting or waiting > 0
+                time.sleep(0.01)
+            HoldEnv.release.set()
+
+        releaser = threading.Thread(target=release_once_the_other_gave_up, daemon=True)
+        releaser.start()
         config = RunnerConfig(concurrency=2, env_urls=(url,), retries=0)
-        episodes = episodes_for_env(ENV_ID, 2, kwargs={"hold_s": 1.5})
-        result = Runner(make_policy("scripted:random"), config).run(episodes)
+        result = Runner(make_policy("scripted:random"), config).run(episodes_for_env(ENV_ID, 2))
+        releaser.join(60)
     by_status = sorted(result.trajectories, key=lambda t: t.status)
-    assert [t.status for t in by_status] == ["failed", "ok"]  # both stepped at once: one was served
+    assert [t.status for t in by_status] == ["failed", "ok"]  # one held the slot, the other gave up
     failed, served = by_status
     assert failed.failure.startswith("env_server queue timeout: waited")  # type: ignore[union-attr]
     assert served.total_reward == 1.0

@@ -158,11 +158,13 @@ def _button_delay(page: PageView) -> list[str]:
         raise LookupError("button TWO is not on the page")
     # The wait is timed from press to press, within 15%. The focus moves to TWO (next in the tab
     # order) before the wait, so the second press is a key alone: no click's checks for a stable
-    # element, whose time grows with the machine's load; 50 ms for the presses' own time comes off.
+    # element, whose time grows with the machine's load. The presses themselves took 61-139 ms
+    # from ONE to TWO on an idle machine and over 200 ms once under load, against a window of
+    # ±150 ms on a 1 s wait: 100 ms off the wait accepts 0-250 ms of their time.
     return [
         call("press", "Enter"),
         call("press", "Tab"),
-        call("noop", seconds * 1000 - 50),
+        call("noop", seconds * 1000 - 100),
         call("press", "Enter"),
     ]
 
