@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -63,6 +65,17 @@ Resume = Annotated[
     typer.Option("--resume", help="Keep the output, skip the episodes it holds, run its failed ones again."),
 ]
 Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing --out file.")]
+
+
+@contextmanager
+def exit_on_error() -> Iterator[None]:
+    """A `GfcrError` in the block (bad input, a missing package, an unknown name) is printed as its
+    message, which names the fix, and the command exits 2: no traceback for a user's mistake."""
+    try:
+        yield
+    except GfcrError as e:
+        console.print(f"[red]error:[/red] {escape(str(e))}")
+        raise typer.Exit(2) from e
 Imports = Annotated[
     list[str] | None,
     typer.Option("--import", "-i", help="Import a module first (one that registers the env); repeatable."),
@@ -115,12 +128,9 @@ def check(
     """
     from gfcr.testing import check_contract
 
-    try:
+    with exit_on_error():
         kwargs = _parse_env_args(env_arg or [])
         import_modules(imports or [])
-    except GfcrError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2) from e
     report = check_contract(env_id, kwargs, examples=examples, seed=seed, episodes=episodes)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
@@ -146,11 +156,8 @@ def new_env(
     """Write a plugin package (pyproject entry point, env, tool, oracle, test) that passes `gfcr check`."""
     from gfcr.apps.new_env import write_env_package
 
-    try:
+    with exit_on_error():
         root, env_id = write_env_package(name, directory)
-    except GfcrError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2) from e
     console.print(f"wrote {root}: env {env_id}", soft_wrap=True)
     console.print(f"next: pip install -e {root} && gfcr check {env_id}", soft_wrap=True)
 
@@ -181,16 +188,13 @@ def run(
     """
     from gfcr.agents import Runner, episodes_for_env, make_policy
 
-    try:
+    with exit_on_error():
         _check_out(out, resume=resume, force=force)
         import_modules(imports or [])
         specs = episodes_for_env(env_id, episodes, kwargs=_parse_env_args(env_arg or []), seed=seed)
         result = Runner(make_policy(agent), runner).run(
             specs, out, resume=resume, progress=f"{env_id} · {agent}"
         )
-    except GfcrError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2) from e
     table = Table(title=f"{env_id} · {agent}", title_justify="left")
     for column in ("episodes", "mean reward", "solved", "failed", "resumed", "seconds", "episodes/s"):
         table.add_column(column, justify="right")
@@ -241,7 +245,7 @@ def bench(
     from gfcr.apps.bench.metrics import describe_waits
     from gfcr.apps.bench.report import write_report
 
-    try:
+    with exit_on_error():
         import_modules(imports or [])
         config = BenchConfig(
             tuple(target),
@@ -263,9 +267,6 @@ def bench(
             ),
         )
         index = write_report(config, result)
-    except GfcrError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2) from e
     scores, reasons = _bench_tables(result, max(k, result.k))
     console.print(scores, *([reasons] if reasons.row_count else []))  # no table when all were solved
     for r in result.agents:
@@ -328,7 +329,7 @@ def diagnose(
     from gfcr.apps.diagnose.base import RANK
     from gfcr.apps.diagnose.render import print_terminal, write_html
 
-    try:
+    with exit_on_error():
         if fail_on is not None and fail_on not in ("low", "medium", "high"):
             raise ConfigError(f"--fail-on must be low, medium or high, got {fail_on!r}")
         data = load_run(runs, _parse_env_args(env_arg or []))
@@ -338,9 +339,6 @@ def diagnose(
             calibrate_tasks=calibrate_tasks if calibrate else 0,
         )
         index = write_html(result, html) if html is not None else None
-    except GfcrError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2) from e
     if as_json:
         typer.echo(json.dumps(result.to_dict(), default=str))
     else:
@@ -372,7 +370,7 @@ def compare(
     McNemar's exact test for the difference in pass@1, per env configuration; a leaderboard."""
     from gfcr.apps.compare import compare_runs, load_runs, to_json
 
-    try:
+    with exit_on_error():
         loaded = load_runs(runs, agent or ())
         result = compare_runs(loaded)
         index = None
@@ -380,9 +378,6 @@ def compare(
             from gfcr.apps.bench.compare_view import write_compare_view
 
             index = write_compare_view(html, result, loaded)
-    except GfcrError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2) from e
     if as_json:
         typer.echo(json.dumps(to_json(result), indent=2))
         return
@@ -418,12 +413,9 @@ def swe_tasks(
     for column in ("task id", "bug in", "function", "operator", "failing tests", "difficulty"):
         table.add_column(column, justify="right" if column == "failing tests" else "left", overflow="fold")
     for name in names:
-        try:
+        with exit_on_error():
             with console.status(f"{PROJECTS[name].ref}: reading or generating tasks") as status:
                 tasks = project_tasks(name, "auto", tasks_per_project, seed, lambda text: status.update(text))
-        except GfcrError as e:
-            console.print(f"[red]error:[/red] {escape(str(e))}")
-            raise typer.Exit(2) from e
         for task in tasks:
             meta = task.metadata
             if as_json:
@@ -459,7 +451,7 @@ def tiny_model(
     """Write a small randomly initialised chat model (Qwen2-style) with a locally trained tokenizer."""
     from gfcr.apps.tiny_model import write_tiny_model
 
-    try:
+    with exit_on_error():
         with needs_extra("gfcr tiny-model"):
             path = write_tiny_model(
                 directory,
@@ -469,9 +461,6 @@ def tiny_model(
                 num_heads=num_heads,
                 seed=seed,
             )
-    except GfcrError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2) from e
     console.print(f"tiny model: {path}  (use it as --agent hf:{path})")
 
 
@@ -483,11 +472,8 @@ def pretrained(
     """Convert a pretrained model shipped on PyPI into a transformers directory, once (offline)."""
     from gfcr.apps.pretrained import write_pretrained
 
-    try:
+    with exit_on_error():
         path = write_pretrained(name, directory)
-    except GfcrError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2) from e
     console.print(f"pretrained model: {path}  (use it as --agent hf:{path}; weights are 4-bit-degraded)")
 
 
@@ -506,15 +492,12 @@ def train(
     from gfcr.trainers import TrainConfig
     from gfcr.trainers import main as train_main
 
-    try:
+    with exit_on_error():
         cfg = TrainConfig.from_toml(config)
         if overrides:
             cfg = TrainConfig.from_dict(_apply_overrides(cfg.to_dict(), overrides))
         with needs_extra("gfcr train"):
             history = train_main(cfg, resume=resume)
-    except GfcrError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2) from e
     if history:
         shown = ("rollout/reward", "eval/", "loss/", "run/")
         last = {k: v for k, v in history[-1].items() if k.startswith(shown)}
@@ -566,7 +549,7 @@ def serve(
     ] = None,
 ) -> None:
     """Serve a local model over an OpenAI-compatible API (/v1/chat/completions with tools, /v1/models)."""
-    try:
+    with exit_on_error():
         with needs_extra("gfcr serve"):
             from gfcr.apps.serve import serve as run_server
         console.print(
@@ -574,9 +557,6 @@ def serve(
         )
         with needs_extra("gfcr serve"):
             run_server(model, host=host, port=port, model_name=name)
-    except GfcrError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2) from e
 
 
 @app.command("serve-env")
@@ -615,7 +595,7 @@ def serve_env(
     limits: ConnectionLimits,
 ) -> None:
     """Serve an env over the OpenEnv protocol (HTTP and WebSocket; openenv's clients, TRL, gfcr/Remote-v0)."""
-    try:
+    with exit_on_error():
         with needs_extra("gfcr serve-env"):
             from gfcr.remote import serve_env as run_server
         kwargs = _parse_env_args(env_args or [])
@@ -637,9 +617,6 @@ def serve_env(
             limits=limits,
             **kwargs,
         )
-    except GfcrError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2) from e
 
 
 def _bench_tables(result: Any, k: int) -> tuple[Table, Table]:
