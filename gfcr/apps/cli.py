@@ -270,7 +270,7 @@ def bench(
     scores, reasons = _bench_tables(result, max(k, result.k))
     console.print(scores, *([reasons] if reasons.row_count else []))  # no table when all were solved
     for r in result.agents:
-        if r.overall.wait_s:  # queued for env servers, sandboxes, judges or users: by whom, in all
+        if sum(r.overall.wait_s.values()) >= 0.0005:  # queued (as printed, to the ms): by whom, in all
             console.print(f"{r.agent} waited for: {describe_waits(r.overall.wait_s)}", soft_wrap=True)
         if r.overall.cut_turns:  # answers judged unfinished: the cap, not the agent, may be at fault
             console.print(
