@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import gymnasium as gym
@@ -21,7 +21,7 @@ from typer.testing import CliRunner  # noqa: E402
 
 from gfcr.agents import Runner, RunnerConfig, episodes_for_env, make_policy  # noqa: E402
 from gfcr.apps.cli import app  # noqa: E402
-from gfcr.core import Action, Task, read_jsonl  # noqa: E402
+from gfcr.core import Action, Message, Task, read_jsonl  # noqa: E402
 from gfcr.core.admission import AdmissionConfig  # noqa: E402
 from gfcr.envs.base import Outcome, TextEnv  # noqa: E402
 from gfcr.envs.tasks import TaskSource  # noqa: E402
@@ -32,7 +32,7 @@ HOLD_S = 0.3  # how long the test keeps the second client queued once the server
 
 
 class HoldEnv(TextEnv):
-    """One turn, reward 1.0 for any answer (even `scripted:random`'s); the step takes `hold_s` seconds, or (None) waits for
+    """One turn, reward 1.0 for any answer; the step takes `hold_s` seconds, or (None) waits for
     the test to `release` it: a slow env, on purpose."""
 
     signal_defaults: ClassVar[dict[str, float | bool]] = {"format_ok": False}
@@ -50,6 +50,10 @@ class HoldEnv(TextEnv):
             HoldEnv.entered.set()
             assert HoldEnv.release.wait(30), "the test never released the step"
         return Outcome("ok", reward=1.0, terminated=True, signals={"format_ok": True})
+
+    @classmethod
+    def oracle(cls, task: Task, messages: Sequence[Message]) -> str:
+        return "done"  # the tests use the oracle: every answer reaches `respond` (some of random's end first)
 
 
 if ENV_ID not in gym.registry:
@@ -89,7 +93,7 @@ def test_with_concurrency_one_the_second_client_queues_and_its_answer_says_how_l
 def test_a_step_queued_past_the_deadline_fails_its_episode_as_the_servers_failure():
     HoldEnv.entered.clear(), HoldEnv.release.clear()
     admission = AdmissionConfig(max_concurrency=1, queue_timeout_s=0.2)
-    with serving(create_app(ENV_ID, admission=admission)) as url:
+    with serving(create_app(ENV_ID, admission=admission, send_gold=True)) as url:
 
         def release_once_the_other_gave_up() -> None:  # the first step holds the one slot till then
             assert HoldEnv.entered.wait(60)
@@ -105,7 +109,7 @@ def test_a_step_queued_past_the_deadline_fails_its_episode_as_the_servers_failur
         releaser = threading.Thread(target=release_once_the_other_gave_up, daemon=True)
         releaser.start()
         config = RunnerConfig(concurrency=2, env_urls=(url,), retries=0)
-        result = Runner(make_policy("scripted:random"), config).run(episodes_for_env(ENV_ID, 2))
+        result = Runner(make_policy("scripted:oracle"), config).run(episodes_for_env(ENV_ID, 2))
         releaser.join(60)
     by_status = sorted(result.trajectories, key=lambda t: t.status)
     assert [t.status for t in by_status] == ["failed", "ok"]  # one held the slot, the other gave up
@@ -116,13 +120,13 @@ def test_a_step_queued_past_the_deadline_fails_its_episode_as_the_servers_failur
 
 def test_bench_shows_how_long_each_agent_waited_for_the_env_server(tmp_path):
     admission = AdmissionConfig(max_concurrency=1, queue_timeout_s=30.0)
-    with serving(create_app(ENV_ID, {"hold_s": 0.5}, admission=admission)) as url:
-        command = ["bench", ENV_ID, "--agent", "scripted:random", "--num-tasks", "2", "-e", "hold_s=0.5",
+    with serving(create_app(ENV_ID, {"hold_s": 0.5}, admission=admission, send_gold=True)) as url:
+        command = ["bench", ENV_ID, "--agent", "scripted:oracle", "--num-tasks", "2", "-e", "hold_s=0.5",
                    "--env-urls", url, "--concurrency", "2", "--report", str(tmp_path)]  # fmt: skip
         shown = CliRunner().invoke(app, command)
     assert shown.exit_code == 0, shown.output
-    assert "wait s/ep" in shown.output and "scripted:random waited for: env_server" in shown.output
-    trajectories = read_jsonl(tmp_path / "trajectories" / "scripted_random.jsonl")
+    assert "wait s/ep" in shown.output and "scripted:oracle waited for: env_server" in shown.output
+    trajectories = read_jsonl(tmp_path / "trajectories" / "scripted_oracle.jsonl")
     waits = [t.cost.wait_s["env_server"] for t in trajectories]
     assert max(waits) >= 0.25  # one of the two steps queued behind the other's 0.5 s
     page = (tmp_path / "index.html").read_text()
