@@ -31,8 +31,8 @@ from typing import Any
 
 from gfcr.errors import ConfigError, SandboxUnavailableError
 from gfcr.sandboxes import program
+from gfcr.sandboxes.backend import RawOutcome, SandboxBase, SessionBase, check_files, encode_text, make_result
 from gfcr.sandboxes.base import ExecResult, Files, Limits
-from gfcr.sandboxes.common import RawOutcome, SandboxBase, SessionBase, check_files, encode_text, make_result
 from gfcr.sandboxes.languages import get_language
 from gfcr.sandboxes.seccomp import docker_profile
 

@@ -34,10 +34,7 @@ from typing import Any
 
 from gfcr.errors import ConfigError, SandboxError
 from gfcr.sandboxes import program
-from gfcr.sandboxes.base import ExecResult, Files, Limits
-from gfcr.sandboxes.bwrap import check_local_backend, default_python, worker_command, worker_fds
-from gfcr.sandboxes.cgroups import Cgroup
-from gfcr.sandboxes.common import (
+from gfcr.sandboxes.backend import (
     RawOutcome,
     SandboxBase,
     SessionBase,
@@ -46,6 +43,9 @@ from gfcr.sandboxes.common import (
     limits_dict,
     make_result,
 )
+from gfcr.sandboxes.base import ExecResult, Files, Limits
+from gfcr.sandboxes.bwrap import check_local_backend, default_python, worker_command, worker_fds
+from gfcr.sandboxes.cgroups import Cgroup
 from gfcr.sandboxes.languages import get_language
 from gfcr.sandboxes.pool import WorkerPool
 

@@ -24,8 +24,8 @@ from typing import Any
 
 from gfcr.errors import ConfigError, SandboxError
 from gfcr.sandboxes import program
+from gfcr.sandboxes.backend import RawOutcome, SandboxBase, SessionBase, check_files, encode_text, make_result
 from gfcr.sandboxes.base import ExecResult, Files, Limits
-from gfcr.sandboxes.common import RawOutcome, SandboxBase, SessionBase, check_files, encode_text, make_result
 from gfcr.sandboxes.languages import get_language
 
 WARNING = "make_sandbox('unsafe-process') runs code WITHOUT isolation; use it for trusted code only"

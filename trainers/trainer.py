@@ -56,8 +56,14 @@ from gfcr.trainers.batching import Sample, samples_from_groups
 from gfcr.trainers.config import TrainConfig
 from gfcr.trainers.logging import MetricLogger, TrainProgress
 from gfcr.trainers.models import load_models
-from gfcr.trainers.rollout import OverlongPenalty, PathologyWatch, Rollouts, StepRollout, rollout_metrics
 from gfcr.trainers.sft import filter_trajectories, sft_samples
+from gfcr.trainers.step_rollouts import (
+    OverlongPenalty,
+    PathologyWatch,
+    Rollouts,
+    StepRollout,
+    rollout_metrics,
+)
 from gfcr.trainers.update import UpdateSettings, fill_old_logprobs, policy_update, sft_update
 
 logger = logging.getLogger(__name__)

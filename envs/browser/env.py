@@ -44,12 +44,12 @@ from gfcr.core import Action, Message, Task, ToolCall, ToolSpec
 from gfcr.core.tools import time_left
 from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.browser.actions import MAX_CALLS, format_call, parse_calls
-from gfcr.envs.browser.base import Site, SiteJudgement
 from gfcr.envs.browser.browsergym_syntax import BROWSERGYM_INSTRUCTIONS, browsergym_tools
 from gfcr.envs.browser.data import browser_source
 from gfcr.envs.browser.host import BrowserHost, browser_host
 from gfcr.envs.browser.marks import draw_marks, mark_boxes
 from gfcr.envs.browser.server import loopback_server
+from gfcr.envs.browser.site import Site, SiteJudgement
 from gfcr.envs.browser.sites import make_sites
 from gfcr.envs.browser.snapshot import PageView, render_page
 from gfcr.envs.browser.tab import MAX_WAIT_MS, Tab, fresh_tab

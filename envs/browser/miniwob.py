@@ -27,9 +27,9 @@ from functools import cache
 from typing import Any
 
 from gfcr.core import Task
-from gfcr.envs.browser.base import SiteJudgement
 from gfcr.envs.browser.miniwob_oracle import next_actions as miniwob_next_actions
 from gfcr.envs.browser.server import miniwob_html
+from gfcr.envs.browser.site import SiteJudgement
 from gfcr.envs.browser.snapshot import PageView
 from gfcr.envs.browser.tab import Tab
 from gfcr.envs.tasks import TaskSource

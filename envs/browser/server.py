@@ -33,7 +33,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from gfcr.envs.browser.apps import APPS
-from gfcr.envs.browser.apps.base import App, Request, Response, not_found, parse_form
+from gfcr.envs.browser.apps.app import App, Request, Response, not_found, parse_form
 from gfcr.envs.browser.policy import NO_SCRIPTS, SCRIPT_NONCE, own_scripts_policy
 from gfcr.envs.browser.process_local import ProcessLocal
 from gfcr.errors import DataError

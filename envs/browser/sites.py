@@ -10,9 +10,9 @@ from typing import Any
 
 from gfcr.core import Task
 from gfcr.envs.browser.apps import APPS, App
-from gfcr.envs.browser.base import Site, SiteJudgement
 from gfcr.envs.browser.miniwob import MiniwobSite
 from gfcr.envs.browser.server import COOKIE, loopback_server
+from gfcr.envs.browser.site import Site, SiteJudgement
 from gfcr.envs.browser.snapshot import PageView
 from gfcr.envs.browser.tab import Tab
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from gfcr.core import Task, Trajectory, Verdict
 from gfcr.core.trajectory import Signals
-from gfcr.envs.browser.base import Site, SiteJudgement
+from gfcr.envs.browser.site import Site, SiteJudgement
 from gfcr.envs.browser.sites import make_sites
 
 NO_STATE: Signals = {

@@ -30,7 +30,9 @@ from gfcr.envs.dialogue.data import load_domain, task_source
 from gfcr.envs.dialogue.db import Database
 from gfcr.envs.dialogue.evaluation import ConversationJudgement, gold_state, judge, unsaid
 from gfcr.envs.dialogue.oracle import oracle_action
-from gfcr.envs.dialogue.users.base import (
+from gfcr.envs.dialogue.users.llm import LLMUser
+from gfcr.envs.dialogue.users.scripted import ScriptedUser
+from gfcr.envs.dialogue.users.simulator import (
     ENDS_THAT_COUNT,
     FAILURE_FLAGS,
     STOP_DEFERRED,
@@ -38,8 +40,6 @@ from gfcr.envs.dialogue.users.base import (
     UserSimulator,
     UserTurn,
 )
-from gfcr.envs.dialogue.users.llm import LLMUser
-from gfcr.envs.dialogue.users.scripted import ScriptedUser
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import ConfigError
 

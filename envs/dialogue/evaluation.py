@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from gfcr.core import Message, Task, ToolCall
 from gfcr.envs.dialogue.data import load_domain
 from gfcr.envs.dialogue.db import Database
-from gfcr.envs.dialogue.users.base import agent_texts
+from gfcr.envs.dialogue.users.simulator import agent_texts
 from gfcr.errors import ToolError
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from gfcr.core import Message, Task, parse_action
 from gfcr.envs.dialogue.evaluation import unsaid
-from gfcr.envs.dialogue.users.base import agent_texts
+from gfcr.envs.dialogue.users.simulator import agent_texts
 
 TRANSFER_SENTENCE = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."  # the policies' wording
 CLOSING = "I understand. Is there anything else I can help you with today?"

@@ -18,8 +18,8 @@ from typing import Any
 import sqlglot
 from sqlglot import expressions as exp
 
-from gfcr.envs.sql.engines.guard import SQLGLOT_DIALECTS
 from gfcr.envs.sql.engines.normalize import Row, normalize_rows
+from gfcr.envs.sql.engines.query_check import SQLGLOT_DIALECTS
 
 MAX_COLUMN_PERMUTATIONS = 720  # 6! : more ambiguous column orders than this are not all tried
 MAX_GREEDY_ROWS = 5_000  # row multisets compared pairwise (tolerant floats) up to this size

@@ -326,7 +326,7 @@ def diagnose(
     signals, wasted compute, stale replay) with the levers that address them, and the criteria report."""
     from gfcr.apps.diagnose import diagnose as run_diagnose
     from gfcr.apps.diagnose import load_run
-    from gfcr.apps.diagnose.base import RANK
+    from gfcr.apps.diagnose.pathology import RANK
     from gfcr.apps.diagnose.render import print_terminal, write_html
 
     with exit_on_error():

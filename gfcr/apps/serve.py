@@ -28,7 +28,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from gfcr.agents.runner.batcher import Batcher
-from gfcr.apps.guard import Guard
+from gfcr.apps.server_guard import Guard
 from gfcr.core import Message, ToolCall, parse_action
 from gfcr.core.policy import Completion, Request, SamplingParams
 from gfcr.errors import GfcrError

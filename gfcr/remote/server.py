@@ -55,7 +55,7 @@ from openenv.core.env_server.types import Action, ConcurrencyConfig, Environment
 from pydantic import BaseModel, Field
 
 from gfcr.apps.connections import ConnectionLimits, uvicorn_config
-from gfcr.apps.guard import Guard
+from gfcr.apps.server_guard import Guard
 from gfcr.core import Action as GfcrAction
 from gfcr.core import Message, Task, ToolCall
 from gfcr.core.admission import Admission, AdmissionConfig, add_waits

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gfcr.envs.sql.engines.guard import FORBIDDEN_FUNCTIONS, check_query
+from gfcr.envs.sql.engines.query_check import FORBIDDEN_FUNCTIONS, check_query
 from gfcr.errors import QueryError, UnsafeQueryError
 
 DIALECTS = ("sqlite", "postgresql", "duckdb")

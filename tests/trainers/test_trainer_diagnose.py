@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from gfcr.apps.cli import app
 from gfcr.apps.diagnose import diagnose, load_run
-from gfcr.apps.diagnose.base import RANK
+from gfcr.apps.diagnose.pathology import RANK
 
 
 def test_greedy_sampling_is_diagnosed_and_raising_the_temperature_fixes_it(make_config, caplog):
@@ -19,7 +19,7 @@ def test_greedy_sampling_is_diagnosed_and_raising_the_temperature_fixes_it(make_
     from gfcr.trainers import Trainer
 
     greedy = make_config("greedy", rollout={"temperature": 0.0, "prompts_per_step": 4}, steps=3)
-    with caplog.at_level(logging.WARNING, logger="gfcr.trainers.rollout"):
+    with caplog.at_level(logging.WARNING, logger="gfcr.trainers.step_rollouts"):
         history = Trainer(greedy).train()
     assert [m["rollout/zero_variance_share"] for m in history] == [1.0, 1.0, 1.0]
     warned = [r for r in caplog.records if "rollout/zero_variance_share" in r.getMessage()]

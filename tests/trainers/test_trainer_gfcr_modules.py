@@ -10,7 +10,7 @@ from gfcr.filter import overlong_penalty
 from gfcr.filter.signals import response_length
 from gfcr.trainers import Trainer
 from gfcr.trainers.batching import samples_from_groups
-from gfcr.trainers.rollout import OverlongPenalty
+from gfcr.trainers.step_rollouts import OverlongPenalty
 
 # 4 groups of 2 on the parity env (reward: odd action length): a group has no reward spread half
 # the time, so a step without dynamic sampling sends some zero-variance groups to the update.

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from gfcr.envs.browser.apps.base import App
+from gfcr.envs.browser.apps.app import App
 from gfcr.envs.browser.apps.booking import BookingApp
 from gfcr.envs.browser.apps.mail import MailApp
 from gfcr.envs.browser.apps.shop import ShopApp

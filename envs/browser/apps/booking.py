@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 
 from gfcr.core import Task
 from gfcr.envs.browser.actions import format_call as call
-from gfcr.envs.browser.apps.base import App, Request, Response, SiteJudgement, not_found, redirect
+from gfcr.envs.browser.apps.app import App, Request, Response, SiteJudgement, not_found, redirect
 from gfcr.envs.browser.apps.html import (
     checkbox,
     errors,

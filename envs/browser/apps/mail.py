@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from gfcr.core import Task
 from gfcr.envs.browser.actions import format_call as call
-from gfcr.envs.browser.apps.base import App, Request, Response, SiteJudgement, not_found, redirect
+from gfcr.envs.browser.apps.app import App, Request, Response, SiteJudgement, not_found, redirect
 from gfcr.envs.browser.apps.html import button_form, errors, esc, notice, page, text_field, textarea_field
 from gfcr.envs.browser.apps.injection import injection_goal, make_injection
 from gfcr.envs.browser.apps.people import FIRST, LAST

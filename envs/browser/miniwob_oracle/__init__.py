@@ -17,7 +17,7 @@ observation lacks (colours and shapes drawn on an SVG, a memory of earlier pages
 from __future__ import annotations
 
 from gfcr.envs.browser.miniwob_oracle import clicking, forms, menus, pointer, social, widgets  # noqa: F401  (they register)
-from gfcr.envs.browser.miniwob_oracle.base import SOLVERS, PageView, next_actions
+from gfcr.envs.browser.miniwob_oracle.registry import SOLVERS, PageView, next_actions
 from gfcr.envs.browser.miniwob_oracle.unsolved import WHY_UNSOLVED
 
 SOLVED_PAGES: tuple[str, ...] = tuple(sorted(SOLVERS))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from gfcr.envs.browser.actions import format_call as call
-from gfcr.envs.browser.miniwob_oracle.base import (
+from gfcr.envs.browser.miniwob_oracle.registry import (
     click,
     fill,
     listed,

@@ -5,7 +5,16 @@ from __future__ import annotations
 import re
 
 from gfcr.envs.browser.actions import format_call as call
-from gfcr.envs.browser.miniwob_oracle.base import click, fill, ordinal, quoted, ref, solves, submit, textboxes
+from gfcr.envs.browser.miniwob_oracle.registry import (
+    click,
+    fill,
+    ordinal,
+    quoted,
+    ref,
+    solves,
+    submit,
+    textboxes,
+)
 from gfcr.envs.browser.snapshot import Node, PageView
 
 

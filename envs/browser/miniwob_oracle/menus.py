@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from gfcr.envs.browser.actions import format_call as call
-from gfcr.envs.browser.miniwob_oracle.base import click, quoted, ref, solves
+from gfcr.envs.browser.miniwob_oracle.registry import click, quoted, ref, solves
 from gfcr.envs.browser.snapshot import PageView
 
 

@@ -7,7 +7,7 @@ import re
 from PIL import ImageColor
 
 from gfcr.envs.browser.actions import format_call as call
-from gfcr.envs.browser.miniwob_oracle.base import click, fill, ordinal, ref, solves, submit
+from gfcr.envs.browser.miniwob_oracle.registry import click, fill, ordinal, ref, solves, submit
 from gfcr.envs.browser.snapshot import Node, PageView
 from gfcr.envs.browser.tab import VIEWPORT
 

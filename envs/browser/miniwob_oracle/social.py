@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from gfcr.envs.browser.actions import format_call as call
-from gfcr.envs.browser.miniwob_oracle.base import click, fill, quoted, solves, submit
+from gfcr.envs.browser.miniwob_oracle.registry import click, fill, quoted, solves, submit
 from gfcr.envs.browser.snapshot import Node, PageView
 
 # a capitalized word of the goal, perhaps a person's name ("Dee Dee" and "Ann-Marie" are one)

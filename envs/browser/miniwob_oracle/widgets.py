@@ -7,7 +7,7 @@ import re
 
 from gfcr.envs.browser.actions import MAX_CALLS
 from gfcr.envs.browser.actions import format_call as call
-from gfcr.envs.browser.miniwob_oracle.base import click, fill, quoted, solves, submit
+from gfcr.envs.browser.miniwob_oracle.registry import click, fill, quoted, solves, submit
 from gfcr.envs.browser.snapshot import Node, PageView
 
 

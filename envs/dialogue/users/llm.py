@@ -30,7 +30,7 @@ from gfcr.core import Message, Task
 from gfcr.core.admission import AdmissionConfig
 from gfcr.core.chat import PolicyChat
 from gfcr.core.messages import Role
-from gfcr.envs.dialogue.users.base import (
+from gfcr.envs.dialogue.users.simulator import (
     AGENT_GREETING,
     OUT_OF_SCOPE,
     STOP,

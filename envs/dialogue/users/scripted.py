@@ -29,7 +29,8 @@ from functools import cache
 
 from gfcr.core import Message, Task
 from gfcr.envs.dialogue.data import load_domain
-from gfcr.envs.dialogue.users.base import (
+from gfcr.envs.dialogue.users.scenario import Fact, Scenario, asked_topics
+from gfcr.envs.dialogue.users.simulator import (
     STOP,
     TRANSFER,
     Progress,
@@ -38,7 +39,6 @@ from gfcr.envs.dialogue.users.base import (
     asks_for_confirmation,
     says_transfer,
 )
-from gfcr.envs.dialogue.users.scenario import Fact, Scenario, asked_topics
 from gfcr.errors import GfcrError
 
 _WORD = re.compile(r"[a-z]{3,}")
@@ -53,7 +53,7 @@ _SERVICE_TALK = frozenset(
 class ScriptedUser:
     """A deterministic user simulator (see the module docstring for its rules).
 
-    >>> from gfcr.envs.dialogue.users.base import Progress
+    >>> from gfcr.envs.dialogue.users.simulator import Progress
     >>> task = load_domain("airline").task("airline/0")
     >>> user = ScriptedUser()
     >>> user.start(task, seed=0).text

@@ -20,8 +20,8 @@ from sqlglot import expressions as exp
 from gfcr.envs.sql.data.questions import SQLQuestion
 from gfcr.envs.sql.engines.database import MAX_GOLD_ROWS, Database
 from gfcr.envs.sql.engines.drivers import RawResult
-from gfcr.envs.sql.engines.guard import SQLGLOT_DIALECTS
 from gfcr.envs.sql.engines.normalize import normalize_rows
+from gfcr.envs.sql.engines.query_check import SQLGLOT_DIALECTS
 from gfcr.envs.sql.matching import order_matters, results_match
 from gfcr.errors import QueryError
 

@@ -16,8 +16,8 @@ import sqlalchemy as sa
 
 from gfcr.envs.sql.data.schema import DIALECTS, Dialect
 from gfcr.envs.sql.engines.drivers import RawResult, reader_engine, run_query
-from gfcr.envs.sql.engines.guard import check_query
 from gfcr.envs.sql.engines.normalize import Row, normalize_rows
+from gfcr.envs.sql.engines.query_check import check_query
 from gfcr.envs.sql.matching import FLOAT_TOL, match_normalized, order_matters
 from gfcr.errors import ConfigError, DataError, QueryError
 

@@ -38,7 +38,7 @@ from sqlalchemy import event
 
 from gfcr.envs.sql.engines.duckdb_pool import DuckDBWorkers
 from gfcr.envs.sql.engines.duckdb_worker import Reply
-from gfcr.envs.sql.engines.guard import FORBIDDEN_FUNCTIONS
+from gfcr.envs.sql.engines.query_check import FORBIDDEN_FUNCTIONS
 from gfcr.envs.sql.engines.watchdog import WATCHDOG
 from gfcr.errors import ConfigError, QueryError, UnsafeQueryError, needs_extra
 

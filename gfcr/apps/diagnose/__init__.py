@@ -9,11 +9,11 @@ card, `comparable`), `diagnose` (all of it), `render` (terminal, JSON and HTML).
 docs/diagnose.md.
 """
 
-from gfcr.apps.diagnose.base import PATHOLOGIES, SEVERITIES, Pathology
 from gfcr.apps.diagnose.card import card, comparable
 from gfcr.apps.diagnose.criteria import criteria
 from gfcr.apps.diagnose.data import RunData, load_run
 from gfcr.apps.diagnose.diagnose import Diagnosis, diagnose
+from gfcr.apps.diagnose.pathology import PATHOLOGIES, SEVERITIES, Pathology
 
 __all__ = ["PATHOLOGIES", "SEVERITIES", "Diagnosis", "Pathology", "RunData", "card", "comparable", "criteria",
            "diagnose", "load_run"]  # fmt: skip

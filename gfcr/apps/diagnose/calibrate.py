@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gfcr.agents.runner.rollout import rollout
-from gfcr.apps.diagnose.base import share
+from gfcr.apps.diagnose.pathology import share
 from gfcr.apps.diagnose.reverify import find_task, open_verifiers
 from gfcr.core import Trajectory, Verifier
 from gfcr.filter.indicators import SUCCESS_REWARD

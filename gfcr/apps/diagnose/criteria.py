@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from gfcr.apps.bench.metrics import pass_at_k
-from gfcr.apps.diagnose.base import share
 from gfcr.apps.diagnose.calibrate import Calibration
 from gfcr.apps.diagnose.data import RunData
+from gfcr.apps.diagnose.pathology import share
 from gfcr.apps.diagnose.reverify import Reverification
 from gfcr.apps.diagnose.signals import NOT_CALIBRATED, agreement
 from gfcr.core import Trajectory

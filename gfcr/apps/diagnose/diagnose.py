@@ -15,13 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gfcr.apps.diagnose.base import PATHOLOGIES, Pathology, worst
 from gfcr.apps.diagnose.calibrate import Calibration, calibrate
 from gfcr.apps.diagnose.card import card
 from gfcr.apps.diagnose.criteria import criteria, criteria_by_run
 from gfcr.apps.diagnose.data import RunData, load_run
 from gfcr.apps.diagnose.groups import wasted_compute, zero_variance_groups
 from gfcr.apps.diagnose.length import length_inflation
+from gfcr.apps.diagnose.pathology import PATHOLOGIES, Pathology, worst
 from gfcr.apps.diagnose.reverify import Reverification, reverify
 from gfcr.apps.diagnose.signals import noisy_signals, reward_hacking
 from gfcr.apps.diagnose.staleness import stale_replay

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from gfcr.apps.diagnose.base import Pathology, share, thresholds, worst
 from gfcr.apps.diagnose.data import GroupKey, RunData
+from gfcr.apps.diagnose.pathology import Pathology, share, thresholds, worst
 from gfcr.core import Trajectory
 from gfcr.filter.indicators import SUCCESS_REWARD, episode_length, severity, zero_variance
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from gfcr.apps.diagnose.base import Pathology, share, thresholds, worst
 from gfcr.apps.diagnose.data import RunData
 from gfcr.apps.diagnose.groups import EXAMPLES, trend
+from gfcr.apps.diagnose.pathology import Pathology, share, thresholds, worst
 from gfcr.filter.indicators import SUCCESS_REWARD, cut_turns, episode_length, severity, truncated
 
 REWARD_RISE = 0.05  # a mean-reward gain below this over training counts as "without reward"

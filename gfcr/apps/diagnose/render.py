@@ -20,8 +20,8 @@ from rich.text import Text
 from gfcr.apps.bench.bench import _slug
 from gfcr.apps.bench.templates import STYLE
 from gfcr.apps.diagnose import templates
-from gfcr.apps.diagnose.base import Pathology
 from gfcr.apps.diagnose.diagnose import Diagnosis
+from gfcr.apps.diagnose.pathology import Pathology
 from gfcr.core import read_jsonl
 from gfcr.version import __version__
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from gfcr.apps.diagnose.base import Pathology, share, thresholds
 from gfcr.apps.diagnose.calibrate import Calibration
 from gfcr.apps.diagnose.data import RunData
 from gfcr.apps.diagnose.groups import EXAMPLES, trend
+from gfcr.apps.diagnose.pathology import Pathology, share, thresholds
 from gfcr.apps.diagnose.reverify import Reverification
 from gfcr.core import Trajectory
 from gfcr.filter.indicators import correctness, format_only, rewarded_incorrect, severity, truncated

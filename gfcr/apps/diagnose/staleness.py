@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from gfcr.apps.diagnose.base import Pathology, share, thresholds, worst
 from gfcr.apps.diagnose.data import RunData
 from gfcr.apps.diagnose.groups import EXAMPLES, trend
+from gfcr.apps.diagnose.pathology import Pathology, share, thresholds, worst
 from gfcr.core import Trajectory
 from gfcr.filter.indicators import lag, replayed, severity
 

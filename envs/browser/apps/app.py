@@ -18,7 +18,7 @@ from urllib.parse import parse_qs
 
 from gfcr.core import Task
 from gfcr.envs.browser.apps.html import esc
-from gfcr.envs.browser.base import SiteJudgement
+from gfcr.envs.browser.site import SiteJudgement
 from gfcr.envs.browser.snapshot import PageView
 
 
