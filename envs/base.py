@@ -1,7 +1,8 @@
 """The text-env contract: `TextEnv`, a `gymnasium.Env[str, str]` for LLM rollouts.
 
-A subclass supplies its tasks and tools and implements `respond(action) -> Outcome`; the base
-class does everything the contract requires of every env: task choice by seed or
+A subclass supplies its tasks and tools and implements `respond(action) -> Outcome`, plus the
+hooks of the episode's lifecycle it needs (below); the base class does everything the contract
+requires of every env: task choice by seed or
 `options={"task_id": ...}`, tool-call parsing, tool dispatch, turn and length limits, each step's
 budget for tool calls (`max_tool_calls`, `step_time_s`: see `gfcr.envs.budget`), clear error
 observations for malformed actions (never an exception), and the `info` keys
@@ -12,6 +13,17 @@ Rewards: whatever `respond` returns; 0.0 for any action the env cannot use (wron
 malformed tool call, a step after the end) — such steps set `format_ok` to False. A step whose
 tool calls go past the step's budget truncates the episode with the reward `respond` gave
 (0.0 unless the env says otherwise).
+
+One episode's lifecycle, and the hooks it calls (each a no-op by default):
+
+    reset(): end_episode() of the episode still open, if any; begin_episode(task) opens the
+             episode's own resources (a sandbox session, a database, a simulated user, a page);
+             render_prompt(task); system_prompt_for(task); extra_info()
+    step():  respond(action); episode_signals(); extra_info(); end_episode() if the step ended it
+    close(): end_episode() of the episode still open, if any
+
+`end_episode` runs exactly once per begun episode, and also after a `begin_episode` that failed
+halfway (so it releases only what exists); a failed `reset` leaves the env ready for the next one.
 """
 
 from __future__ import annotations
@@ -32,6 +44,9 @@ from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S, StepBu
 from gfcr.envs.spaces import UnicodeText
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import ConfigError, EpisodeError, GfcrError, ToolError
+
+DEFAULT_MAX_ACTION_CHARS = 32_768  # a long chain of thought and a program fit; a runaway loop does not
+DEFAULT_MAX_OBSERVATION_CHARS = 65_536  # what a tool result or a page may put in the context at once
 
 
 @dataclass(frozen=True)
@@ -57,7 +72,8 @@ class TextEnv(gym.Env[str, str]):
     """Base of every gfcr env: text observations, text actions, tasks, tools and limits.
 
     Subclasses set `signal_defaults` (every signal key with its value for an unusable action)
-    and implement `respond`; they may override `render_prompt` and `oracle`. Every subclass
+    and implement `respond`; they may override `render_prompt`, `oracle` and the lifecycle hooks
+    (`begin_episode`, `end_episode`, `system_prompt_for`, `episode_signals`, `extra_info`). Every subclass
     takes `max_tool_calls` and `step_time_s` and passes them here: the budget of each step's
     tool calls, enforced by `run_tools` (see `gfcr.envs.budget`).
     """
@@ -72,8 +88,8 @@ class TextEnv(gym.Env[str, str]):
         tools: Sequence[ToolSpec] = (),
         system_prompt: str | None = None,
         max_turns: int = 1,
-        max_action_chars: int = 32_768,
-        max_observation_chars: int = 65_536,
+        max_action_chars: int = DEFAULT_MAX_ACTION_CHARS,
+        max_observation_chars: int = DEFAULT_MAX_OBSERVATION_CHARS,
         max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
         step_time_s: float = DEFAULT_STEP_TIME_S,
         render_mode: str | None = None,
@@ -100,6 +116,7 @@ class TextEnv(gym.Env[str, str]):
         self.messages: list[Message] = []
         self.turn = 0
         self.done = False
+        self._episode_open = False  # begin_episode ran and end_episode has not yet
         # The last prompt's messages, reused while the system prompt and prompt stay the same
         # (messages are immutable): resetting to one task again builds no new objects.
         self._prompt_cache: tuple[str | None, str, tuple[Message, ...]] | None = None
@@ -119,6 +136,26 @@ class TextEnv(gym.Env[str, str]):
         """The gold action for `task` after the conversation `messages` (built from gold data)."""
         raise GfcrError(f"{cls.__name__} has no oracle; implement {cls.__name__}.oracle(task, messages)")
 
+    # -- the episode's lifecycle hooks (see the module docstring for when each is called) --------
+
+    def begin_episode(self, task: Task) -> None:
+        """Open what one episode of `task` needs of its own; `self.task` and `self.np_random` are set."""
+
+    def end_episode(self) -> None:
+        """Release what `begin_episode` opened; also called after a `begin_episode` that failed halfway."""
+
+    def system_prompt_for(self, task: Task) -> str | None:
+        """The system prompt of `task`'s episode (default: the `system_prompt` the env was made with)."""
+        return self.system_prompt
+
+    def episode_signals(self) -> Signals:
+        """Signals of the episode so far, reported on every step whatever the action (default: none)."""
+        return {}
+
+    def extra_info(self) -> dict[str, Any]:
+        """The env's own `info` keys after every reset and step (default: none); never the contract's."""
+        return {}
+
     # -- the Gymnasium API -----------------------------------------------------------------------
 
     @reports_waits  # queues for shared resources (sandbox, LLM user) waited in the call: info["wait_s"]
@@ -128,14 +165,23 @@ class TextEnv(gym.Env[str, str]):
             if unknown := set(options) - {"task_id"}:
                 raise ConfigError(f"unknown reset options {sorted(unknown)}; the only option is 'task_id'")
         if options and "task_id" in options:
-            self.task = self.tasks.get(options["task_id"])
+            task = self.tasks.get(options["task_id"])
         else:
-            self.task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
-        self.turn, self.done = 0, False
-        prompt = self._clip(self.render_prompt(self.task))
-        self.messages = self._prompt_messages(prompt)
+            task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
+        self._end_episode()
+        self.task, self.turn, self.done = task, 0, False
+        try:
+            self._episode_open = True
+            self.begin_episode(task)
+            prompt = self._clip(self.render_prompt(task))
+        except BaseException:
+            self._end_episode()
+            self.task = None  # no episode: step() asks for a reset
+            raise
+        self.messages = self._prompt_messages(self.system_prompt_for(task), prompt)
         info = {
-            "task": self.task,
+            **self.extra_info(),
+            "task": task,
             "messages": list(self.messages),
             "tools": [tool.to_openai() for tool in self.tools.values()] if self.tools else [],
         }
@@ -160,13 +206,20 @@ class TextEnv(gym.Env[str, str]):
         messages = list(outcome.messages) if outcome.messages else [Message("user", observation)]
         self.messages.extend(messages)
         info = {
+            **self.extra_info(),
             "messages": messages,
-            "signals": {**self.signal_defaults, **outcome.signals},
+            "signals": {**self.signal_defaults, **outcome.signals, **self.episode_signals()},
             "turn": self.turn,
         }
         if outcome.state is not None:
             info["state"] = outcome.state
+        if self.done:
+            self._end_episode()
         return observation, float(outcome.reward), outcome.terminated, truncated, info
+
+    def close(self) -> None:
+        self._end_episode()
+        super().close()
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":
@@ -217,14 +270,20 @@ class TextEnv(gym.Env[str, str]):
             messages=(*outcome.messages, Message("user", note)) if outcome.messages else None,
         )
 
-    def _prompt_messages(self, prompt: str) -> list[Message]:
+    def _end_episode(self) -> None:
+        """Run `end_episode` if an episode is open: once per episode, however it ends."""
+        if self._episode_open:
+            self._episode_open = False  # first: an end_episode that raises is not run again
+            self.end_episode()
+
+    def _prompt_messages(self, system_prompt: str | None, prompt: str) -> list[Message]:
         """The episode's first messages: the system prompt (if any), then the prompt as a user message."""
         cached = self._prompt_cache
-        if cached is not None and cached[0] == self.system_prompt and cached[1] == prompt:
+        if cached is not None and cached[0] == system_prompt and cached[1] == prompt:
             return list(cached[2])
-        messages = [Message("system", self.system_prompt)] if self.system_prompt else []
+        messages = [Message("system", system_prompt)] if system_prompt else []
         messages.append(Message("user", prompt))
-        self._prompt_cache = (self.system_prompt, prompt, tuple(messages))
+        self._prompt_cache = (system_prompt, prompt, tuple(messages))
         return messages
 
     def _read(self, action: Any) -> tuple[Action | None, Outcome | None]:
