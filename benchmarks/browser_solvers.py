@@ -21,6 +21,7 @@ from pathlib import Path
 
 from gfcr.agents import OraclePolicy, Runner, RunnerConfig
 from gfcr.agents.runner.specs import env_config
+from gfcr.core import solved
 from gfcr.core.episode import EpisodeSpec
 from gfcr.envs.browser.miniwob import miniwob_pages
 from gfcr.envs.browser.miniwob_oracle import SOLVED_PAGES, WHY_UNSOLVED
@@ -44,8 +45,8 @@ def table(rewards: dict[str, list[float]], seeds: int) -> str:
     rows = ["| page | oracle | notes |", "|---|---|---|"]
     for page in miniwob_pages():
         if page in rewards:
-            solved = sum(reward >= 1.0 for reward in rewards[page])
-            rows.append(f"| {page} | {solved}/{seeds} | |")
+            wins = sum(map(solved, rewards[page]))
+            rows.append(f"| {page} | {wins}/{seeds} | |")
         else:
             rows.append(f"| {page} | no solver | {WHY_UNSOLVED[page]} |")
     return "\n".join(rows)
@@ -64,11 +65,11 @@ def main() -> None:
     rewards = solved_seeds(args.seeds, args.concurrency)
     seconds = time.perf_counter() - start
     episodes = sum(len(r) for r in rewards.values())
-    solved = sum(reward >= 1.0 for r in rewards.values() for reward in r)
+    wins = sum(solved(reward) for r in rewards.values() for reward in r)
     pages = len(miniwob_pages())
     print(table(rewards, args.seeds))
     print(
-        f"\n{len(SOLVED_PAGES)} of {pages} pages have a solver; {solved}/{episodes} episodes solved "
+        f"\n{len(SOLVED_PAGES)} of {pages} pages have a solver; {wins}/{episodes} episodes solved "
         f"in {seconds:.0f} s; oracle over every page, one seed each: {len(SOLVED_PAGES) / pages:.2f} at most"
     )
     if args.json:

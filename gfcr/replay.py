@@ -43,7 +43,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from gfcr.core import Trajectory
+from gfcr.core import Trajectory, solved
 from gfcr.errors import ConfigError, StorageError, UnknownNameError
 from gfcr.filter.signals import response_length
 from gfcr.storage import open_database
@@ -138,7 +138,7 @@ class ReplayBuffer:
         return self.config.store_rule == "all" or self._passed(trajectory)
 
     def _passed(self, trajectory: Trajectory) -> bool:
-        return trajectory.total_reward >= self.config.success_at - 1e-9
+        return solved(trajectory.total_reward, self.config.success_at)
 
     def _row(self, trajectory: Trajectory) -> dict[str, Any]:
         version = trajectory.provenance.policy_version

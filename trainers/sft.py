@@ -20,6 +20,7 @@ from typing import Any
 import gymnasium as gym
 
 from gfcr.agents.policies.chat import ChatEncoder
+from gfcr.agents.runner.episode import episode_solved
 from gfcr.core import TokenData, Trajectory
 from gfcr.errors import DataError
 from gfcr.trainers.batching import Sample, sample_from_trajectory
@@ -29,7 +30,7 @@ logger = logging.getLogger(__name__)
 
 def filter_trajectories(trajectories: Sequence[Trajectory], min_reward: float) -> list[Trajectory]:
     """Rejection sampling: finished trajectories with at least `min_reward` total reward."""
-    return [t for t in trajectories if t.status == "ok" and t.total_reward >= min_reward - 1e-9]
+    return [t for t in trajectories if episode_solved(t, min_reward)]
 
 
 def tokenize_trajectory(

@@ -20,9 +20,9 @@ from typing import Any, cast
 from gfcr.core import Action, Message, Provenance, Step, TokenData, Trajectory, parse_action
 from gfcr.core.admission import add_waits
 from gfcr.core.policy import Completion, Policy, Request, SamplingParams, TokenPolicy
+from gfcr.core.verdict import SUCCESS_REWARD, solved
 
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
-SUCCESS_REWARD = 1.0  # an episode with at least this total reward counts as solved
 
 
 @cache
@@ -32,9 +32,9 @@ def keeps_tokens(policy_class: Hashable) -> bool:
     return all(callable(getattr(policy_class, name, None)) for name in methods)
 
 
-def solved(trajectory: Trajectory, threshold: float = SUCCESS_REWARD) -> bool:
-    """Whether the episode ran to its end (no infrastructure failure) and earned `threshold` reward."""
-    return trajectory.status == "ok" and trajectory.total_reward >= threshold - 1e-9
+def episode_solved(trajectory: Trajectory, threshold: float = SUCCESS_REWARD) -> bool:
+    """Whether the episode ran to its end (no infrastructure failure) and its reward `solved` the task."""
+    return trajectory.status == "ok" and solved(trajectory.total_reward, threshold)
 
 
 class Episode:

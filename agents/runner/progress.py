@@ -26,7 +26,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from gfcr.agents.runner.episode import solved
+from gfcr.agents.runner.episode import episode_solved
 from gfcr.core import Trajectory
 
 
@@ -94,7 +94,7 @@ class RunProgress:
         """Count a finished episode (`resumed`: found in the output of an earlier run, not run now)."""
         self._done += 1
         self._resumed += resumed
-        self._solved += solved(trajectory)
+        self._solved += episode_solved(trajectory)
         self._failed += trajectory.status == "failed"
         self._tokens += trajectory.cost.tokens_out
         if self._bar is not None:

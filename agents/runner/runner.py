@@ -34,7 +34,7 @@ from pathlib import Path
 from gfcr.agents.runner.batcher import Batcher
 from gfcr.agents.runner.env_pools import NODE_LOST, WORKER_LOST, EnvPool, ProcessEnvPool, ThreadEnvPool
 from gfcr.agents.runner.env_servers import EnvServers
-from gfcr.agents.runner.episode import Episode, solved
+from gfcr.agents.runner.episode import Episode, episode_solved
 from gfcr.agents.runner.outages import Outages
 from gfcr.agents.runner.progress import RunProgress
 from gfcr.agents.runner.specs import EpisodeSpec, warn_on_step_budgets
@@ -164,7 +164,7 @@ class RunResult:
 
     @property
     def solved(self) -> int:
-        return sum(solved(t) for t in self.trajectories)
+        return sum(episode_solved(t) for t in self.trajectories)
 
     @property
     def failed(self) -> int:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gfcr.core import Message, Task, ToolCall, Trajectory, Verdict, parse_action
+from gfcr.core import Message, Task, ToolCall, Trajectory, Verdict, parse_action, solved
 from gfcr.core.trajectory import Signals
 from gfcr.envs.dialogue.evaluation import gold_state, judge, replay
 
@@ -68,7 +68,7 @@ class DialogueVerifier:
             "expects_change": gold_state(task).expects_change,
             "user_ended": user_ended,
         }
-        return Verdict(reward, reward >= 1.0, signals)
+        return Verdict(reward, solved(reward), signals)
 
 
 def conversation(trajectory: Trajectory) -> tuple[list[Message], list[ToolCall]]:

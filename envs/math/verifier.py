@@ -22,7 +22,7 @@ import logging
 from dataclasses import dataclass
 from typing import Literal
 
-from gfcr.core import Task, Trajectory, Verdict
+from gfcr.core import Task, Trajectory, Verdict, solved
 from gfcr.core.trajectory import Signals
 from gfcr.envs.math.answers.bounded import explosive
 from gfcr.envs.math.answers.equivalence import is_equivalent
@@ -73,7 +73,7 @@ def check_answer(task: Task, answer: str) -> bool:
         score = reasoning_gym.get_score_answer_fn(entry["metadata"]["source_dataset"])(answer, entry)
     except Exception:  # a generator's scorer choking on junk is a wrong answer, not a crash
         return False
-    return score >= 1.0
+    return solved(score)
 
 
 def answer_signals(answer: str | None, correct: bool) -> Signals:

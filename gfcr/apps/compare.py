@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from gfcr.agents.runner.episode import solved
+from gfcr.agents.runner.episode import episode_solved
 from gfcr.core import Trajectory, read_jsonl
 from gfcr.errors import ConfigError
 
@@ -68,7 +68,7 @@ class Run:
         n = max(len(episodes), 1)
         by_task: dict[tuple[str, str], list[bool]] = defaultdict(list)
         for t in episodes:
-            by_task[(self.label(t), t.task_id)].append(solved(t))
+            by_task[(self.label(t), t.task_id)].append(episode_solved(t))
         return {
             "run": self.name,
             "source": self.source,
@@ -198,9 +198,9 @@ def compare(a: Run, b: Run) -> Comparison:
 
 def _scores(items: list[tuple[tuple[str, str], list[tuple[Trajectory, Trajectory]]]]) -> dict[str, Any]:
     """Per-task pass@1 of each side, their mean difference and McNemar's discordant counts."""
-    rate_a = [_mean([solved(x) for x, _ in samples]) for _, samples in items]
-    rate_b = [_mean([solved(y) for _, y in samples]) for _, samples in items]
-    pairs = [(solved(x), solved(y)) for _, samples in items for x, y in samples]
+    rate_a = [_mean([episode_solved(x) for x, _ in samples]) for _, samples in items]
+    rate_b = [_mean([episode_solved(y) for _, y in samples]) for _, samples in items]
+    pairs = [(episode_solved(x), episode_solved(y)) for _, samples in items for x, y in samples]
     return {
         "pass_at_1_a": _mean(rate_a),
         "pass_at_1_b": _mean(rate_b),
@@ -228,8 +228,9 @@ def _differences(by_task: dict[tuple[str, str], list[tuple[Trajectory, Trajector
     """Tasks whose samples scored differently, the largest differences first."""
     found = []
     for (label, task_id), samples in by_task.items():
-        solved_a, solved_b = sum(solved(x) for x, _ in samples), sum(solved(y) for _, y in samples)
-        if any(solved(x) != solved(y) for x, y in samples):
+        solved_a = sum(episode_solved(x) for x, _ in samples)
+        solved_b = sum(episode_solved(y) for _, y in samples)
+        if any(episode_solved(x) != episode_solved(y) for x, y in samples):
             found.append(
                 TaskDifference(label, task_id, solved_a, solved_b, len(samples), [x.id for x, _ in samples])
             )

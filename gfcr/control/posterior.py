@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gfcr.core import solved
 from gfcr.errors import ConfigError
 
 EQUAL_TOL = 1e-9  # rewards closer than this are equal (a group without spread carries no signal)
@@ -119,7 +120,7 @@ class PromptHistory:
             return
         s = self.stats.setdefault(task_id, PromptStats(*self.prior))
         a0, b0 = self.prior
-        successes = sum(r >= self.success_at for r in rewards)
+        successes = sum(solved(r, self.success_at) for r in rewards)
         s.alpha = a0 + self.decay * (s.alpha - a0) + successes
         s.beta = b0 + self.decay * (s.beta - b0) + len(rewards) - successes
         s.groups += 1
@@ -128,7 +129,7 @@ class PromptHistory:
         if lengths:
             total = (s.mean_length or 0.0) * s.samples + sum(lengths)
             s.mean_length = total / (s.samples + len(lengths))
-            good = [n for n, r in zip(lengths, rewards, strict=True) if r >= self.success_at]
+            good = [n for n, r in zip(lengths, rewards, strict=True) if solved(r, self.success_at)]
             if good:
                 s.best_length = min(good + ([s.best_length] if s.best_length is not None else []))
         s.samples += len(rewards)

@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from gfcr.control.posterior import PromptHistory
+from gfcr.core import solved
 from gfcr.errors import ConfigError
 
 
@@ -105,7 +106,7 @@ class GresoSelector:
         s = history.get(task_id)
         if s.zero_variance_streak == 0:
             return 1.0
-        p = self.p_easy if s.last_rewards and min(s.last_rewards) >= history.success_at else self.p_hard
+        p = self.p_easy if s.last_rewards and solved(min(s.last_rewards), history.success_at) else self.p_hard
         return p**s.zero_variance_streak
 
     def _adapt(self, history: PromptHistory) -> None:
@@ -114,7 +115,7 @@ class GresoSelector:
         if not seen:
             return
         zero = [s for s in seen if s.zero_variance_streak > 0]
-        easy = sum(bool(s.last_rewards) and min(s.last_rewards) >= history.success_at for s in zero)
+        easy = sum(bool(s.last_rewards) and solved(min(s.last_rewards), history.success_at) for s in zero)
         for name, count in (("p_easy", easy), ("p_hard", len(zero) - easy)):
             share = count / len(seen)
             delta = -self.step if share > self.target_zero_share / 2 else self.step

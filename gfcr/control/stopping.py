@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from gfcr.control.dynamic import Batch, RunFn, observe
 from gfcr.control.posterior import PromptHistory, PromptStats, beta_moment, is_informative
-from gfcr.core import Trajectory
+from gfcr.core import Trajectory, solved
 from gfcr.errors import ConfigError
 from gfcr.filter.signals import response_length
 from gfcr.generate.groups import group_by_task
@@ -55,7 +55,7 @@ class EarlyStopping:
             return True
         if not rewards or is_informative(rewards):
             return False
-        successes = sum(r >= success_at for r in rewards)
+        successes = sum(solved(r, success_at) for r in rewards)
         a, b = stats.alpha + successes, stats.beta + len(rewards) - successes
         all_same = beta_moment(a, b, remaining) if successes else beta_moment(b, a, remaining)
         return all_same >= self.confidence

@@ -8,7 +8,8 @@
   `Completion` (`policy.py`), and `PolicyChat`, a policy as a cached chat function (`chat.py`);
 - what the runner plays and where the GFCR modules plug in: `EnvConfig`, `EpisodeSpec`
   (`episode.py`), `Controller`, `Decision`, `SignalReader`, `ReplaySink` (`hooks.py`);
-- judging: the `Verifier` protocol and its `Verdict` (`verdict.py`).
+- judging: the `Verifier` protocol and its `Verdict`, and `solved(reward)` with its threshold
+  `SUCCESS_REWARD` (`verdict.py`).
 """
 
 from gfcr.core.episode import EnvConfig, EpisodeSpec
@@ -19,9 +20,10 @@ from gfcr.core.policy import AsyncPolicy, Completion, Policy, Request, SamplingP
 from gfcr.core.task import Task
 from gfcr.core.tools import ToolSpec
 from gfcr.core.trajectory import Cost, Provenance, Step, TokenData, Trajectory, read_jsonl, write_jsonl
-from gfcr.core.verdict import Verdict, Verifier
+from gfcr.core.verdict import SUCCESS_REWARD, Verdict, Verifier, solved
 
 __all__ = [
+    "SUCCESS_REWARD",
     "Action",
     "AsyncPolicy",
     "Completion",
@@ -47,6 +49,7 @@ __all__ = [
     "Verdict",
     "Verifier",
     "parse_action",
+    "solved",
     "read_jsonl",
     "write_jsonl",
 ]

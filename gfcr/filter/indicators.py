@@ -21,13 +21,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gfcr.core import Trajectory
+from gfcr.core import Trajectory, solved
 from gfcr.generate.groups import group_by_task
 
 # The signal that says whether the work is correct, by env family: math and tool use `correct`,
 # SQL `match`, code `passed`, browser `success`, dialogue `db_match`. The first one present counts.
 CORRECTNESS_SIGNALS = ("correct", "match", "passed", "success", "db_match")
-SUCCESS_REWARD = 1.0  # an episode with this total reward is solved (as the runner's `solved`)
 
 # Severity boundaries (low, medium, high) of each indicator: a value at or above a boundary has
 # that severity. Shares are of episodes (or groups, for zero variance); lags are policy versions.
@@ -121,7 +120,7 @@ def batch_indicators(trajectories: Sequence[Trajectory]) -> dict[str, float]:
         "diagnose/rewarded_incorrect_share": sum(map(rewarded_incorrect, rewarded)) / max(len(rewarded), 1),
         "diagnose/truncated_share": sum(truncated(t) for t in ok) / n,
         "diagnose/failed_share": sum(t.status == "failed" for t in trajectories) / max(len(trajectories), 1),
-        "diagnose/solved_share": sum(t.total_reward >= SUCCESS_REWARD - 1e-9 for t in ok) / n,
+        "diagnose/solved_share": sum(solved(t.total_reward) for t in ok) / n,
     }
     return metrics
 

@@ -21,7 +21,7 @@ from sqlalchemy import JSON, Column, Integer, MetaData, String, Table, Text, del
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from gfcr.core import Trajectory
+from gfcr.core import Trajectory, solved
 from gfcr.errors import ConfigError, StorageError
 from gfcr.skills.skill import Skill, extract_functions, extract_tool_sequence
 from gfcr.storage import open_database
@@ -115,7 +115,7 @@ class SkillLibrary:
 
     def extract(self, trajectory: Trajectory) -> list[Skill]:
         """Add the skills of a successful trajectory (none from a failed one); returns them."""
-        if trajectory.status != "ok" or trajectory.total_reward < self.config.success_at - 1e-9:
+        if trajectory.status != "ok" or not solved(trajectory.total_reward, self.config.success_at):
             return []
         found = extract_functions(trajectory)
         if (sequence := extract_tool_sequence(trajectory)) is not None:

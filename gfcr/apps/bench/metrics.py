@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from math import comb
 from typing import Any
 
-from gfcr.agents.runner.episode import solved
+from gfcr.agents.runner.episode import episode_solved
 from gfcr.core import Trajectory
 from gfcr.core.admission import add_waits
 from gfcr.filter.indicators import cut_turns
@@ -42,7 +42,7 @@ def outcome(trajectory: Trajectory) -> str:
     """ "solved", "unsolved", "truncated", or the failure reason of an infrastructure failure."""
     if trajectory.status == "failed":
         return (trajectory.failure or "failed").split(":", 1)[0]
-    if solved(trajectory):
+    if episode_solved(trajectory):
         return "solved"
     truncated = bool(trajectory.steps) and trajectory.steps[-1].truncated
     return "truncated" if truncated else "unsolved"
@@ -106,7 +106,7 @@ def score(by_task: Mapping[Any, Sequence[Trajectory]], k: int = 1) -> Scores:
         turns=sum(len(t.steps) for t in everything),
         cut_turns=sum(cut_turns(t) for t in everything),
     )
-    counts = [(len(samples), sum(solved(t) for t in samples)) for samples in by_task.values()]
+    counts = [(len(samples), sum(episode_solved(t) for t in samples)) for samples in by_task.values()]
     for j in range(1, k + 1):
         eligible = [(n, c) for n, c in counts if n >= j]
         if eligible:

@@ -23,12 +23,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gfcr.agents import make_policy
 from gfcr.agents.runner.rollout import rollout
 from gfcr.apps.diagnose.pathology import share
 from gfcr.apps.diagnose.reverify import find_task, open_verifiers
-from gfcr.core import Trajectory, Verifier
-from gfcr.filter.indicators import SUCCESS_REWARD
-from gfcr.registry import make_policy
+from gfcr.core import Trajectory, Verifier, solved
 
 logger = logging.getLogger(__name__)
 
@@ -140,14 +139,14 @@ def _calibrate_env(
             skipped[verdict] += 1
             continue
         found.gold_judged += 1
-        if verdict < SUCCESS_REWARD - 1e-9:
+        if not solved(verdict):
             found.gold_rejected.append(task_id)
         verdict = _judge(env, env_id, task, verifier, junk)
         if isinstance(verdict, str):
             skipped[verdict] += 1
             continue
         found.junk_judged += 1
-        if verdict >= SUCCESS_REWARD - 1e-9:
+        if solved(verdict):
             found.junk_accepted.append(task_id)
     return found
 

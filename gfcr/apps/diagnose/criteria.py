@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from gfcr.agents.runner.episode import episode_solved
 from gfcr.apps.bench.metrics import pass_at_k
 from gfcr.apps.diagnose.calibrate import Calibration
 from gfcr.apps.diagnose.data import RunData
@@ -20,7 +21,7 @@ from gfcr.apps.diagnose.pathology import share
 from gfcr.apps.diagnose.reverify import Reverification
 from gfcr.apps.diagnose.signals import NOT_CALIBRATED, agreement
 from gfcr.core import Trajectory
-from gfcr.filter.indicators import SUCCESS_REWARD, episode_length, zero_variance
+from gfcr.filter.indicators import episode_length, zero_variance
 
 NOT_REJUDGED = "not measurable from this input: no episode was re-judged (pass --reverify)"
 NO_TASKS = "not measurable from this input: per-step metrics keep no task ids to calibrate on"
@@ -62,10 +63,6 @@ def criteria_by_run(
     return out
 
 
-def solved(t: Trajectory) -> bool:
-    return t.status == "ok" and t.total_reward >= SUCCESS_REWARD - 1e-9
-
-
 def _from_trajectories(data: RunData, reverified: Reverification | None) -> dict[str, Any]:
     groups = list(data.groups().values())
     return {
@@ -103,9 +100,9 @@ def _reliability(data: RunData, reverified: Reverification | None) -> dict[str, 
 
 def _coverage(groups: list[list[Trajectory]]) -> dict[str, Any]:
     multi, spread = informative(groups)
-    rates = [sum(map(solved, g)) / len(g) for g in groups]  # each task's solve rate
+    rates = [sum(map(episode_solved, g)) / len(g) for g in groups]  # each task's solve rate
     k = min((len(g) for g in groups), default=1)
-    pass_k = [pass_at_k(len(g), sum(map(solved, g)), k) for g in groups]
+    pass_k = [pass_at_k(len(g), sum(map(episode_solved, g)), k) for g in groups]
     return {
         "tasks": len(groups),
         "groups": len(multi),
@@ -129,16 +126,16 @@ def _cost(data: RunData, groups: list[list[Trajectory]]) -> dict[str, Any]:
     tokens = sum(t.cost.tokens_in + t.cost.tokens_out for t in everything) or sum(map(episode_length, ok))
     seconds = sum(t.cost.policy_s + t.cost.env_s for t in everything)
     env_calls = sum(len(t.steps) for t in everything)
-    solved_tasks = sum(any(map(solved, g)) for g in groups)
+    solved_tasks = sum(any(map(episode_solved, g)) for g in groups)
     return {
         "tokens": tokens,
         "seconds": round(seconds, 3),
         "env_calls": env_calls,
-        "solved_episodes": sum(map(solved, ok)),
+        "solved_episodes": sum(map(episode_solved, ok)),
         "solved_tasks": solved_tasks,
         "per_solved_task": _per(tokens, seconds, env_calls, solved_tasks),
         "per_informative_group": _per(tokens, seconds, env_calls, len(spread)) if multi else _no_groups(),
-        "solved_per_1k_tokens": round(1000 * sum(map(solved, ok)) / tokens, 4) if tokens else None,
+        "solved_per_1k_tokens": round(1000 * sum(map(episode_solved, ok)) / tokens, 4) if tokens else None,
     }
 
 

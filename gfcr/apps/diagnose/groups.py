@@ -11,8 +11,8 @@ import numpy as np
 
 from gfcr.apps.diagnose.data import GroupKey, RunData
 from gfcr.apps.diagnose.pathology import Pathology, share, thresholds, worst
-from gfcr.core import Trajectory
-from gfcr.filter.indicators import SUCCESS_REWARD, episode_length, severity, zero_variance
+from gfcr.core import Trajectory, solved
+from gfcr.filter.indicators import episode_length, severity, zero_variance
 
 EXAMPLES = 5  # example trajectory ids / prompts listed per finding
 MIN_EPISODES, MIN_TAIL_S = 20, 1.0  # stragglers are measured over this many episodes, this slow
@@ -65,7 +65,7 @@ def zero_variance_groups(data: RunData) -> Pathology:
 def _group_evidence(
     groups: dict[GroupKey, list[Trajectory]], flat: dict[GroupKey, list[Trajectory]]
 ) -> dict[str, Any]:
-    all_pass = [k for k, g in flat.items() if g[0].total_reward >= SUCCESS_REWARD - 1e-9]
+    all_pass = [k for k, g in flat.items() if solved(g[0].total_reward)]
     spent = [t for g in flat.values() for t in g]
     everything = [t for g in groups.values() for t in g]
     return {

@@ -9,7 +9,8 @@ import numpy as np
 from gfcr.apps.diagnose.data import RunData
 from gfcr.apps.diagnose.groups import EXAMPLES, trend
 from gfcr.apps.diagnose.pathology import Pathology, share, thresholds, worst
-from gfcr.filter.indicators import SUCCESS_REWARD, cut_turns, episode_length, severity, truncated
+from gfcr.core import solved
+from gfcr.filter.indicators import cut_turns, episode_length, severity, truncated
 
 REWARD_RISE = 0.05  # a mean-reward gain below this over training counts as "without reward"
 
@@ -28,8 +29,8 @@ def length_inflation(data: RunData) -> Pathology:
         cut = [t for t in ok if truncated(t)]
         turns_cut = [cut_turns(t) for t in ok]  # actions cut at the token cap, per episode
         cut_short = [t for t, n in zip(ok, turns_cut, strict=True) if n]
-        solved = [episode_length(t) for t in ok if t.total_reward >= SUCCESS_REWARD - 1e-9]
-        unsolved = [episode_length(t) for t in ok if t.total_reward < SUCCESS_REWARD - 1e-9]
+        solved_lengths = [episode_length(t) for t in ok if solved(t.total_reward)]
+        unsolved = [episode_length(t) for t in ok if not solved(t.total_reward)]
         has_tokens = any(t.tokens is not None or t.cost.tokens_out for t in ok)
         evidence |= {
             "episodes": len(ok),
@@ -37,7 +38,7 @@ def length_inflation(data: RunData) -> Pathology:
             "truncated_share": share(len(cut), len(ok)),
             "truncated_by_env": _by_env(data, cut),
             "length_unit": "tokens" if has_tokens else "characters",
-            "mean_length_solved": round(float(np.mean(solved)), 1) if solved else None,
+            "mean_length_solved": round(float(np.mean(solved_lengths)), 1) if solved_lengths else None,
             "mean_length_unsolved": round(float(np.mean(unsolved)), 1) if unsolved else None,
             "truncated_turns_mean": round(float(np.mean([len(t.steps) for t in cut])), 2) if cut else None,
             "turns_cut_at_max_tokens": sum(turns_cut),
