@@ -21,10 +21,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 from gfcr.core import ToolSpec
+from gfcr.envs.browser.actions import BrowserActions
 from gfcr.errors import ToolError
 
 if TYPE_CHECKING:
-    from gfcr.envs.browser.env import BrowserEnv
+    from gfcr.envs.browser.episode import BrowserEpisode
 
 Button = Literal["left", "middle", "right"]
 BROWSERGYM_INSTRUCTIONS = (
@@ -51,17 +52,18 @@ ONE_TAB = "this browser keeps the task's one tab; act on the page shown"
 NO_FILES = "file uploads are not available in this browser"
 
 
-def browsergym_tools(env: BrowserEnv) -> list[ToolSpec]:
-    """The tools of BrowserGym's action set, each running on `env`'s page."""
-    actions = BrowserGymActions(env)
+def browsergym_tools(episode: BrowserEpisode) -> list[ToolSpec]:
+    """The tools of BrowserGym's action set, each running on `episode`'s page."""
+    actions = BrowserGymActions(episode)
     return [ToolSpec.from_function(getattr(actions, name)) for name in NAMES]
 
 
 class BrowserGymActions:
-    """BrowserGym's action functions, carried out by a `BrowserEnv`'s own actions and page."""
+    """BrowserGym's action functions, carried out by gfcr's own actions or on `episode`'s page."""
 
-    def __init__(self, env: BrowserEnv) -> None:
-        self.env = env
+    def __init__(self, episode: BrowserEpisode) -> None:
+        self.episode = episode
+        self.gfcr = BrowserActions(episode)
 
     def click(self, bid: str, button: Button = "left", modifiers: list[str] | None = None) -> str:
         """Click an element, optionally with another button or holding modifier keys.
@@ -71,7 +73,7 @@ class BrowserGymActions:
             button: "left", "middle" or "right".
             modifiers: Keys held during the click: any of "Alt", "Control", "Meta", "Shift".
         """
-        self.env.on_page(lambda tab: tab.click(bid, button, modifiers or []))
+        self.episode.on_page(lambda tab: tab.click(bid, button, modifiers or []))
         return f"Clicked {bid}."
 
     def dblclick(self, bid: str, button: Button = "left", modifiers: list[str] | None = None) -> str:
@@ -82,7 +84,7 @@ class BrowserGymActions:
             button: "left", "middle" or "right".
             modifiers: Keys held during the clicks: any of "Alt", "Control", "Meta", "Shift".
         """
-        self.env.on_page(lambda tab: tab.click(bid, button, modifiers or [], count=2))
+        self.episode.on_page(lambda tab: tab.click(bid, button, modifiers or [], count=2))
         return f"Double-clicked {bid}."
 
     def hover(self, bid: str) -> str:
@@ -91,7 +93,7 @@ class BrowserGymActions:
         Args:
             bid: The element's ref in the page text.
         """
-        return self.env.hover(bid)
+        return self.gfcr.hover(bid)
 
     def fill(self, bid: str, value: str) -> str:
         """Set the text of an input, text area or editable element to `value`.
@@ -100,7 +102,7 @@ class BrowserGymActions:
             bid: The field's ref in the page text.
             value: The new text.
         """
-        return self.env.fill(bid, value)
+        return self.gfcr.fill(bid, value)
 
     def clear(self, bid: str) -> str:
         """Empty a text field.
@@ -108,7 +110,7 @@ class BrowserGymActions:
         Args:
             bid: The field's ref in the page text.
         """
-        return self.env.fill(bid, "")
+        return self.gfcr.fill(bid, "")
 
     def select_option(self, bid: str, options: str | list[str]) -> str:
         """Choose one option (a text) or several (a list) of a <select> list, by label or value.
@@ -117,7 +119,7 @@ class BrowserGymActions:
             bid: The list's ref in the page text.
             options: The option, or a list of options for a multiple-choice list.
         """
-        self.env.on_page(lambda tab: tab.select(bid, options))
+        self.episode.on_page(lambda tab: tab.select(bid, options))
         return f"Selected {options!r} in {bid}."
 
     def check(self, bid: str) -> str:
@@ -126,7 +128,7 @@ class BrowserGymActions:
         Args:
             bid: The checkbox's ref in the page text.
         """
-        self.env.on_page(lambda tab: tab.set_checked(bid, True))
+        self.episode.on_page(lambda tab: tab.set_checked(bid, True))
         return f"Checked {bid}."
 
     def uncheck(self, bid: str) -> str:
@@ -135,7 +137,7 @@ class BrowserGymActions:
         Args:
             bid: The checkbox's ref in the page text.
         """
-        self.env.on_page(lambda tab: tab.set_checked(bid, False))
+        self.episode.on_page(lambda tab: tab.set_checked(bid, False))
         return f"Unchecked {bid}."
 
     def focus(self, bid: str) -> str:
@@ -144,7 +146,7 @@ class BrowserGymActions:
         Args:
             bid: The element's ref in the page text.
         """
-        self.env.on_page(lambda tab: tab.focus(bid))
+        self.episode.on_page(lambda tab: tab.focus(bid))
         return f"Focused {bid}."
 
     def press(self, bid: str, key_comb: str) -> str:
@@ -154,7 +156,7 @@ class BrowserGymActions:
             bid: The element's ref in the page text.
             key_comb: Key names joined by "+": "Enter", "Backspace", "ArrowDown", "a", "Control+a".
         """
-        self.env.on_page(lambda tab: tab.press(key_comb, bid))
+        self.episode.on_page(lambda tab: tab.press(key_comb, bid))
         return f"Pressed {key_comb} on {bid}."
 
     def drag_and_drop(self, from_bid: str, to_bid: str) -> str:
@@ -164,7 +166,7 @@ class BrowserGymActions:
             from_bid: The ref of the element to drag.
             to_bid: The ref of the element to drop it on.
         """
-        return self.env.drag_and_drop(from_bid, to_bid)
+        return self.gfcr.drag_and_drop(from_bid, to_bid)
 
     def scroll(self, delta_x: float, delta_y: float) -> str:
         """Turn the mouse wheel: positive amounts scroll right and down, in pixels.
@@ -173,7 +175,7 @@ class BrowserGymActions:
             delta_x: Pixels to the right (negative: left).
             delta_y: Pixels down (negative: up).
         """
-        return self.env.scroll(delta_x, delta_y)
+        return self.gfcr.scroll(delta_x, delta_y)
 
     def mouse_move(self, x: float, y: float) -> str:
         """Move the mouse to a point of the viewport.
@@ -182,7 +184,7 @@ class BrowserGymActions:
             x: Pixels from the left edge.
             y: Pixels from the top edge.
         """
-        return self.env.mouse_move(x, y)
+        return self.gfcr.mouse_move(x, y)
 
     def mouse_click(self, x: float, y: float, button: Button = "left") -> str:
         """Click at a point of the viewport.
@@ -192,7 +194,7 @@ class BrowserGymActions:
             y: Pixels from the top edge.
             button: "left", "middle" or "right".
         """
-        return self.env.mouse_click(x, y, button)
+        return self.gfcr.mouse_click(x, y, button)
 
     def mouse_dblclick(self, x: float, y: float, button: Button = "left") -> str:
         """Double-click at a point of the viewport.
@@ -202,7 +204,7 @@ class BrowserGymActions:
             y: Pixels from the top edge.
             button: "left", "middle" or "right".
         """
-        return self.env.mouse_click(x, y, button, clicks=2)
+        return self.gfcr.mouse_click(x, y, button, clicks=2)
 
     def mouse_down(self, x: float, y: float, button: Button = "left") -> str:
         """Move the mouse to a point and press a button, holding it.
@@ -212,7 +214,7 @@ class BrowserGymActions:
             y: Pixels from the top edge.
             button: "left", "middle" or "right".
         """
-        return self.env.mouse_down(x, y, button)
+        return self.gfcr.mouse_down(x, y, button)
 
     def mouse_up(self, x: float, y: float, button: Button = "left") -> str:
         """Move the mouse to a point and release a button.
@@ -222,7 +224,7 @@ class BrowserGymActions:
             y: Pixels from the top edge.
             button: "left", "middle" or "right".
         """
-        return self.env.mouse_up(x, y, button)
+        return self.gfcr.mouse_up(x, y, button)
 
     def mouse_drag_and_drop(self, from_x: float, from_y: float, to_x: float, to_y: float) -> str:
         """Press the left button at one point, move to another and release it there.
@@ -233,7 +235,7 @@ class BrowserGymActions:
             to_x: Where it ends, pixels from the left edge.
             to_y: Where it ends, pixels from the top edge.
         """
-        return self.env.drag_and_drop([from_x, from_y], [to_x, to_y])
+        return self.gfcr.drag_and_drop([from_x, from_y], [to_x, to_y])
 
     def keyboard_press(self, key: str) -> str:
         """Press a key or combination ("Enter", "Control+a") on whatever has the focus.
@@ -241,7 +243,7 @@ class BrowserGymActions:
         Args:
             key: Key names joined by "+".
         """
-        return self.env.press(key)
+        return self.gfcr.press(key)
 
     def keyboard_type(self, text: str) -> str:
         """Type text key by key into whatever has the focus.
@@ -249,7 +251,7 @@ class BrowserGymActions:
         Args:
             text: The text to type.
         """
-        return self.env.type_text(text)
+        return self.gfcr.type_text(text)
 
     def keyboard_insert_text(self, text: str) -> str:
         """Insert text at once into whatever has the focus, without key events.
@@ -257,7 +259,7 @@ class BrowserGymActions:
         Args:
             text: The text to insert.
         """
-        self.env.on_page(lambda tab: tab.insert_text(text))
+        self.episode.on_page(lambda tab: tab.insert_text(text))
         return f"Inserted {len(text)} characters."
 
     def keyboard_down(self, key: str) -> str:
@@ -266,7 +268,7 @@ class BrowserGymActions:
         Args:
             key: The key's name, e.g. "Shift".
         """
-        self.env.on_page(lambda tab: tab.key_down(key))
+        self.episode.on_page(lambda tab: tab.key_down(key))
         return f"Holding {key} down."
 
     def keyboard_up(self, key: str) -> str:
@@ -275,7 +277,7 @@ class BrowserGymActions:
         Args:
             key: The key's name.
         """
-        self.env.on_page(lambda tab: tab.key_up(key))
+        self.episode.on_page(lambda tab: tab.key_up(key))
         return f"Released {key}."
 
     def goto(self, url: str) -> str:
@@ -284,15 +286,15 @@ class BrowserGymActions:
         Args:
             url: The path or URL.
         """
-        return self.env.goto(url)
+        return self.gfcr.goto(url)
 
     def go_back(self) -> str:
         """Go back one page in the history."""
-        return self.env.back()
+        return self.gfcr.back()
 
     def go_forward(self) -> str:
         """Go forward one page in the history."""
-        self.env.on_page(lambda tab: tab.forward())
+        self.episode.on_page(lambda tab: tab.forward())
         return "Went forward."
 
     def noop(self, wait_ms: float = 1000) -> str:
@@ -301,7 +303,7 @@ class BrowserGymActions:
         Args:
             wait_ms: How long to wait, in milliseconds.
         """
-        return self.env.noop(int(wait_ms))
+        return self.gfcr.noop(int(wait_ms))
 
     def send_msg_to_user(self, text: str) -> str:
         """Tell the user the answer (or that the task is done); this ends the task.
@@ -309,7 +311,7 @@ class BrowserGymActions:
         Args:
             text: The message, e.g. the answer to the question asked.
         """
-        return self.env.answer(text)
+        return self.gfcr.answer(text)
 
     def report_infeasible(self, reason: str) -> str:
         """Say that the task cannot be done, and why; this ends the task.
@@ -317,7 +319,7 @@ class BrowserGymActions:
         Args:
             reason: Why it cannot be done.
         """
-        return self.env.answer(reason)
+        return self.gfcr.answer(reason)
 
     def new_tab(self) -> str:
         """Open a new tab (not available: the task has one tab)."""

@@ -4,13 +4,18 @@ The labels are the elements' refs (`e5`), the same the page text and the actions
 vision-language model can read a ref off the picture and call `click("e5")`, or act at the pixels
 it sees (`mouse_click(x, y)`): boxes come from the accessibility snapshot with `boxes=True`
 (`[box=x,y,width,height]`, CSS pixels of the viewport, which are the screenshot's pixels).
+`capture` takes the screenshot, marked or not, on the browser host's loop.
 """
 
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING
 
 from gfcr.envs.browser.snapshot import Node, parse_snapshot
+
+if TYPE_CHECKING:
+    from gfcr.envs.browser.tab import Tab
 
 ACTIONABLE = frozenset(
     {
@@ -31,6 +36,7 @@ ACTIONABLE = frozenset(
     }
 )
 COLOR = (230, 30, 90)
+Box = tuple[float, float, float, float]  # x, y, width, height in the viewport's pixels
 
 
 def marked(node: Node) -> bool:
@@ -38,7 +44,7 @@ def marked(node: Node) -> bool:
     return node.ref is not None and (node.role in ACTIONABLE or node.attrs.get("cursor") == "pointer")
 
 
-def mark_boxes(snapshot_with_boxes: str) -> dict[str, tuple[float, float, float, float]]:
+def mark_boxes(snapshot_with_boxes: str) -> dict[str, Box]:
     """Ref -> (x, y, width, height) of each marked element with a box on the viewport.
 
     >>> mark_boxes('- button "Go" [ref=e5] [box=10,20,80,30]\\n- generic [ref=e6] [box=0,0,5,5]')
@@ -55,7 +61,7 @@ def mark_boxes(snapshot_with_boxes: str) -> dict[str, tuple[float, float, float,
     return boxes
 
 
-def draw_marks(png: bytes, boxes: dict[str, tuple[float, float, float, float]]) -> bytes:
+def draw_marks(png: bytes, boxes: dict[str, Box]) -> bytes:
     """`png` with a labelled rectangle over each box of `boxes` (from `mark_boxes`); PNG bytes back."""
     from PIL import Image, ImageDraw
 
@@ -70,3 +76,13 @@ def draw_marks(png: bytes, boxes: dict[str, tuple[float, float, float, float]]) 
     out = io.BytesIO()
     image.save(out, format="PNG")
     return out.getvalue()
+
+
+async def capture(tab: Tab, set_of_marks: bool = False) -> tuple[bytes, dict[str, Box] | None]:
+    """A screenshot of `tab` (PNG bytes) and None; with `set_of_marks`, the screenshot with the
+    marks drawn on it and their boxes (from `mark_boxes`)."""
+    png = await tab.screenshot()
+    if not set_of_marks:
+        return png, None
+    boxes = mark_boxes(await tab.snapshot(boxes=True))
+    return draw_marks(png, boxes), boxes
