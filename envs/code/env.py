@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from gfcr.core import Action, Message, Task
-from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.base import DEFAULT_MAX_ACTION_CHARS, DEFAULT_MAX_OBSERVATION_CHARS, Outcome, TextEnv
 from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S
 from gfcr.envs.code.data import load_source
 from gfcr.envs.code.grading import DEFAULT_LIMITS
@@ -60,8 +60,8 @@ class CodeEnv(TextEnv):
         memory_mb: int = DEFAULT_LIMITS.memory_mb,
         max_turns: int = 1,
         system_prompt: str | None = None,
-        max_action_chars: int = 32_768,
-        max_observation_chars: int = 65_536,
+        max_action_chars: int = DEFAULT_MAX_ACTION_CHARS,
+        max_observation_chars: int = DEFAULT_MAX_OBSERVATION_CHARS,
         max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
         step_time_s: float = DEFAULT_STEP_TIME_S,
         render_mode: str | None = None,

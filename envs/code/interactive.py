@@ -142,21 +142,8 @@ class CodeInteractiveEnv(CodeEnv):
             {**outcome.signals, "submitted": True},
         )
 
-    def step(self, action: str | Action) -> tuple[str, float, bool, bool, dict]:
-        result = super().step(action)
-        if self.done:
-            self._end_session()
-        return result
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
-        self._end_session()
-        return super().reset(seed=seed, options=options)
-
-    def close(self) -> None:
-        self._end_session()
-        super().close()
-
-    def _end_session(self) -> None:
+    def end_episode(self) -> None:
+        """End the episode's Python session (started by its first `run_python`) and forget its cells."""
         if self._session is not None:
             self._session.close()
             self._session = None

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from gfcr.core import Action, Message, Task, ToolCall  # noqa: F401  (ToolCall: in the doctest)
 from gfcr.core.admission import AdmissionConfig
 from gfcr.core.config import from_dict
-from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.base import DEFAULT_MAX_ACTION_CHARS, DEFAULT_MAX_OBSERVATION_CHARS, Outcome, TextEnv
 from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S
 from gfcr.envs.dialogue.data import load_domain, task_source
 from gfcr.envs.dialogue.db import Database
@@ -100,8 +100,8 @@ class DialogueEnv(TextEnv):
         max_stalls: int = 3,
         max_turns: int = 60,
         system_prompt: str | None = None,
-        max_action_chars: int = 32_768,
-        max_observation_chars: int = 65_536,
+        max_action_chars: int = DEFAULT_MAX_ACTION_CHARS,
+        max_observation_chars: int = DEFAULT_MAX_OBSERVATION_CHARS,
         max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
         step_time_s: float = DEFAULT_STEP_TIME_S,
         render_mode: str | None = None,
@@ -110,6 +110,7 @@ class DialogueEnv(TextEnv):
         domains = [domain] if isinstance(domain, str) else list(domain)
         super().__init__(
             tasks if tasks is not None else task_source(domains, split),
+            system_prompt=system_prompt,
             max_turns=max_turns,
             max_action_chars=max_action_chars,
             max_observation_chars=max_observation_chars,
@@ -125,23 +126,12 @@ class DialogueEnv(TextEnv):
         self.user = _make_user(
             user, max_stalls=max_stalls, temperature=user_temperature, cache=user_cache, admission=admission
         )
-        self.custom_system_prompt = system_prompt
         self.db: Database | None = None
 
     # -- episode start ---------------------------------------------------------------------------
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
-        obs, info = super().reset(seed=seed, options=options)  # render_prompt() starts the episode
-        assert self.task is not None
-        policy = load_domain(self.task.metadata["domain"]).policy
-        self.messages.insert(
-            0, Message("system", self.custom_system_prompt or SYSTEM_PROMPT.format(policy=policy))
-        )
-        info["messages"] = list(self.messages)
-        return obs, info
-
-    def render_prompt(self, task: Task) -> str:
-        """Start the episode of `task` (fresh database, tools, user); the user's opening message."""
+    def begin_episode(self, task: Task) -> None:
+        """A fresh database and its tools, and the simulated user's opening of the call."""
         domain = load_domain(task.metadata["domain"])
         self.db = Database(domain.tables)
         toolkit = domain.toolkit(self.db)
@@ -149,10 +139,17 @@ class DialogueEnv(TextEnv):
         self._writes = frozenset(toolkit.writes)
         self._changed_since_user = self._transferred = False
         self._gold = gold_state(task)
-        opening = self.user.start(task, int(self.np_random.integers(2**31)))
-        self._flags: set[str] = set(opening.flags)
-        self._failed_start = opening if opening.end is not None else None
-        return opening.text
+        self._opening = self.user.start(task, int(self.np_random.integers(2**31)))
+        self._flags: set[str] = set(self._opening.flags)
+        self._failed_start = self._opening if self._opening.end is not None else None
+
+    def render_prompt(self, task: Task) -> str:
+        """The user's opening message."""
+        return self._opening.text
+
+    def system_prompt_for(self, task: Task) -> str | None:
+        """The `system_prompt` the env was made with, else the domain's policy and how to act."""
+        return self.system_prompt or SYSTEM_PROMPT.format(policy=load_domain(task.metadata["domain"]).policy)
 
     # -- steps -----------------------------------------------------------------------------------
 

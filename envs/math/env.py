@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from gfcr.core import Action, Message, Task, ToolSpec
-from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.base import DEFAULT_MAX_ACTION_CHARS, DEFAULT_MAX_OBSERVATION_CHARS, Outcome, TextEnv
 from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S
 from gfcr.envs.math.calculator import calculator
 from gfcr.envs.math.data import dataset_options, load_source
@@ -30,7 +30,6 @@ from gfcr.sandboxes.tools import python_tool
 
 # `python` runs a program in the process's shared sandbox (made on its first call).
 TOOLS: dict[str, ToolSpec] = {"calculator": ToolSpec.from_function(calculator), "python": python_tool()}
-VERIFIER = MathVerifier()  # the Filter verifier; GFCR modules use the same one
 ANSWER_FORMAT = "Put your final answer within \\boxed{}."
 INSTRUCTIONS: dict[str, str] = {"boxed": ANSWER_FORMAT, "plain": "End your reply with the final answer."}
 TOOL_HINT = (
@@ -62,8 +61,8 @@ class MathEnv(TextEnv):
         answer_format: AnswerFormat = "boxed",
         max_turns: int | None = None,
         system_prompt: str | None = None,
-        max_action_chars: int = 32_768,
-        max_observation_chars: int = 65_536,
+        max_action_chars: int = DEFAULT_MAX_ACTION_CHARS,
+        max_observation_chars: int = DEFAULT_MAX_OBSERVATION_CHARS,
         max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
         step_time_s: float = DEFAULT_STEP_TIME_S,
         render_mode: str | None = None,

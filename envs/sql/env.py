@@ -23,7 +23,7 @@ from typing import ClassVar, Literal
 
 from gfcr.core import Action, Message, Task, ToolSpec
 from gfcr.core.tools import time_left
-from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.base import DEFAULT_MAX_ACTION_CHARS, DEFAULT_MAX_OBSERVATION_CHARS, Outcome, TextEnv
 from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S
 from gfcr.envs.sql.data.catalog import EngineSpec, questions_for, schema_prompt
 from gfcr.envs.sql.data.questions import SQLQuestion
@@ -78,8 +78,8 @@ class SQLEnv(TextEnv):
         cache_dir: str | Path | None = None,
         db_dir: str | Path | None = None,
         system_prompt: str | None = None,
-        max_action_chars: int = 32_768,
-        max_observation_chars: int = 65_536,
+        max_action_chars: int = DEFAULT_MAX_ACTION_CHARS,
+        max_observation_chars: int = DEFAULT_MAX_OBSERVATION_CHARS,
         max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
         step_time_s: float = DEFAULT_STEP_TIME_S,
         render_mode: str | None = None,
@@ -224,10 +224,8 @@ class SQLEnv(TextEnv):
             messages=outcome.messages,
         )
 
-    def step(self, action: str | Action) -> tuple[str, float, bool, bool, dict]:
-        observation, reward, terminated, truncated, info = super().step(action)
-        info["signals"]["turns"] = self.turn
-        return observation, reward, terminated, truncated, info
+    def episode_signals(self) -> dict[str, float | bool]:
+        return {"turns": self.turn}
 
     def _grade(self, query: str) -> Outcome:
         assert self.task is not None  # step() checks reset() was called

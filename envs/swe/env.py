@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from gfcr.core import Action, Message, Task, ToolSpec
-from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.base import DEFAULT_MAX_ACTION_CHARS, Outcome, TextEnv
 from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S
 from gfcr.envs.swe.data import load_tasks, snapshot_of
 from gfcr.envs.swe.evaluation import Resolution, test_file
@@ -81,7 +81,7 @@ class SWEEnv(TextEnv):
         sandbox: Sandbox | str = "auto",
         max_turns: int = 30,
         system_prompt: str | None = None,
-        max_action_chars: int = 32_768,
+        max_action_chars: int = DEFAULT_MAX_ACTION_CHARS,
         max_observation_chars: int = 20_000,
         max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
         step_time_s: float = DEFAULT_STEP_TIME_S,
@@ -219,14 +219,14 @@ class SWEEnv(TextEnv):
     def render_prompt(self, task: Task) -> str:
         return task.prompt + INSTRUCTIONS.format(turns=self.max_turns)
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
-        self._end_workspace()
-        observation, info = super().reset(seed=seed, options=options)
-        assert self.task is not None
-        self.workspace = Workspace(
-            self.sandbox, snapshot_of(self.task), self.task.metadata.get("setup_patch", "")
-        )
-        return observation, info
+    def begin_episode(self, task: Task) -> None:
+        """The episode's workspace: the task's repository, its session opened by the first tool call."""
+        self.workspace = Workspace(self.sandbox, snapshot_of(task), task.metadata.get("setup_patch", ""))
+
+    def end_episode(self) -> None:
+        """End the workspace's session; the workspace stays, to read its patch after the episode."""
+        if self.workspace is not None:
+            self.workspace.close()
 
     def respond(self, action: Action) -> Outcome:
         calls = tuple(call for call in action.tool_calls if call.name != "submit")
@@ -277,16 +277,6 @@ class SWEEnv(TextEnv):
             state=final_state(patch),
         )
 
-    def step(self, action: str | Action) -> tuple[str, float, bool, bool, dict]:
-        result = super().step(action)
-        if self.done:
-            self._end_workspace()
-        return result
-
-    def close(self) -> None:
-        self._end_workspace()
-        super().close()
-
     def _call(self, function: str, **arguments: Any) -> Any:
         if self.workspace is None:
             raise ToolError("the episode is over; call reset() first")
@@ -294,10 +284,6 @@ class SWEEnv(TextEnv):
             return self.workspace.call(function, **arguments)
         except SandboxError as e:
             raise ToolError(f"{function}: the sandbox failed: {e}") from e
-
-    def _end_workspace(self) -> None:
-        if self.workspace is not None:
-            self.workspace.close()
 
     @staticmethod
     def _tests(task: Task) -> list[str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from gfcr.core import Action, Message, Task, ToolSpec
 from gfcr.envs.base import Outcome, TextEnv
@@ -124,9 +124,8 @@ class ToolUseEnv(TextEnv):
         self.repeat = repeat
         self.used_tool = False
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+    def begin_episode(self, task: Task) -> None:
         self.used_tool = False
-        return super().reset(seed=seed, options=options)
 
     def _lookup(self) -> str:
         assert self.task is not None  # tools run only inside step(), after reset()
