@@ -146,6 +146,8 @@ def test_new_env_writes_a_package_that_installs_and_passes_gfcr_check(tmp_path):
     assert result.exit_code == 0, result.output
     root = tmp_path / "letter-count"
     assert "letter_count/LetterCount-v0" in result.output
+    source = (root / "letter_count" / "env.py").read_text()  # it teaches respond plus hooks
+    assert "def respond" in source and "def begin_episode" in source and "def reset" not in source
     site = tmp_path / "site"  # a real install: the wheel built from the generated pyproject
     install = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
                "--no-index", "--target", str(site), str(root)]  # fmt: skip

@@ -1,8 +1,9 @@
 """`gfcr new-env NAME`: write a plugin package skeleton that passes `gfcr check` as generated.
 
-The package holds a pyproject with the `gfcr.envs` entry point, an env with a tool that reads
-the env's state, an oracle that is called every turn, tasks built without closures (so the env
-pickles), and a test that runs gfcr's contract checks on it.
+The package holds a pyproject with the `gfcr.envs` entry point, an env (`respond` plus the
+lifecycle hook `begin_episode`) with a tool that reads the env's state, an oracle that is called
+every turn, tasks built without closures (so the env pickles), and a test that runs gfcr's
+contract checks on it.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ with the count. Reward 1.0 for the right count after a reveal, else 0.0.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from gfcr.core import Action, Message, Task, ToolSpec
 from gfcr.envs.base import Outcome, TextEnv
@@ -92,9 +93,12 @@ class $cls(TextEnv):
         super().__init__(make_tasks(words), tools=[reveal], max_turns=max_turns, render_mode=render_mode)
         self.revealed = False
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+    # The episode's lifecycle hooks: `reset` calls begin_episode(task) before it renders the prompt,
+    # and end_episode() runs once when the episode ends (the step that ends it, the next reset, or
+    # close). Open an episode's own resources (a sandbox session, a database, a page) in the first,
+    # release them in the second; this env's episode holds a flag only. reset and step stay the base's.
+    def begin_episode(self, task: Task) -> None:
         self.revealed = False
-        return super().reset(seed=seed, options=options)
 
     def reveal(self) -> str:
         assert self.task is not None  # tools run only inside step(), after reset()
@@ -140,6 +144,14 @@ def test_reveal_then_answer_solves_a_task():
     obs, *_ = env.step('<tool_call>{"name": "reveal", "arguments": {}}</tool_call>')
     assert obs == "banana"
     assert env.step("3")[1] == 1.0
+
+
+def test_each_episode_must_reveal_the_word_again():
+    env = gym.make("$env_id")
+    env.reset(options={"task_id": "$name/banana"})
+    env.step('<tool_call>{"name": "reveal", "arguments": {}}</tool_call>')
+    env.reset(options={"task_id": "$name/banana"})  # begin_episode: nothing revealed yet
+    assert env.step("3")[1] == 0.0
 '''
 
 README = """# $dist
