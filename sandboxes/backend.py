@@ -1,10 +1,20 @@
-"""What every backend shares: limits and files checked once, results classified once, `arun`.
+"""What gfcr's backends share: the contract's common half, written once.
 
-Backends subclass `SandboxBase` (and `SessionBase`) and implement `_run` and `session`; `run`
-admits at most the backend's concurrency of runs at once, the others queue (`queue_timeout_s`, see
-`gfcr.core.admission`: their wait is recorded as "sandbox", past the deadline they fail with a
-`QueueTimeoutError`). Backends report raw facts (exit code, signal, why they stopped the program,
-resource use) and `make_result` turns those into an `ExecResult` the same way for all of them.
+`gfcr.sandboxes.base` holds the contract, the `Sandbox` and `Session` Protocols, which any
+backend (a third party's too) satisfies. gfcr's own backends subclass `SandboxBase` and
+`SessionBase` here, which subclass those Protocols (so the type checker holds them to the
+contract) and implement everything but the backend's own work, `_run` and `session`:
+
+- `run` checks what every backend checks first — the language, the files' paths, that code and
+  stdin are text — and hands the backend a `Job`; a bad path or language is a `ConfigError`,
+  text that cannot be encoded an "error" result (nothing runs, no slot is taken);
+- `run` then admits at most the backend's concurrency of runs at once, the others queue
+  (`queue_timeout_s`, see `gfcr.core.admission`: their wait is recorded as "sandbox", past the
+  deadline they fail with a `QueueTimeoutError`);
+- `arun`, `close` and the context manager.
+
+Backends report raw facts (exit code, signal, why they stopped the program, resource use) and
+`make_result` turns those into an `ExecResult` the same way for all of them.
 """
 
 from __future__ import annotations
@@ -20,7 +30,8 @@ from typing import Any, ClassVar, Self
 
 from gfcr.core.admission import Admission
 from gfcr.errors import ConfigError
-from gfcr.sandboxes.base import ExecResult, Files, Limits, Session, Status
+from gfcr.sandboxes.base import ExecResult, Files, Limits, Sandbox, Session, Status
+from gfcr.sandboxes.languages import Language, get_language
 
 TRUNCATION_MARKER = "\n…[gfcr: output truncated at {limit} bytes]"
 MAX_FILE_PATH = 255
@@ -139,13 +150,47 @@ def check_files(files: Files | None) -> list[tuple[str, bytes]]:
     return checked
 
 
+@dataclass(frozen=True)
+class Job:
+    """One run (or one session call) as a backend gets it: checked by `Job.check`.
+
+    >>> job = Job.check("print(1)", "", get_language("python"), Limits(), {"in.txt": "1"})
+    >>> job.code_bytes, job.files
+    (b'print(1)', [('in.txt', b'1')])
+    """
+
+    code: str
+    stdin: str
+    language: Language
+    limits: Limits
+    files: list[tuple[str, bytes]]
+
+    @classmethod
+    def check(
+        cls, code: str, stdin: str, language: Language, limits: Limits, files: Files | None = None
+    ) -> Job | ExecResult:
+        """The job, or the "error" result of text that cannot be encoded (`encode_text`);
+        `ConfigError` for a file path that could escape (`check_files`)."""
+        checked = check_files(files)
+        refused = encode_text(code=code, stdin=stdin)
+        return refused if isinstance(refused, ExecResult) else cls(code, stdin, language, limits, checked)
+
+    @property
+    def code_bytes(self) -> bytes:
+        return self.code.encode("utf-8", "surrogateescape")  # `check` made sure this encodes
+
+    @property
+    def stdin_bytes(self) -> bytes:
+        return self.stdin.encode("utf-8", "surrogateescape")
+
+
 def limits_dict(limits: Limits) -> dict[str, Any]:
     """The limits as plain JSON for a worker."""
     return {name: getattr(limits, name) for name in Limits.__dataclass_fields__}
 
 
-class SandboxBase(ABC):
-    """The shared half of a backend: default limits, `arun` on a thread pool, context manager."""
+class SandboxBase(Sandbox, ABC):
+    """The shared half of a backend: checks, admission, `arun` on a thread pool, context manager."""
 
     backend: ClassVar[str]
 
@@ -164,15 +209,16 @@ class SandboxBase(ABC):
         files: Files | None = None,
         limits: Limits | None = None,
     ) -> ExecResult:
-        """Run `code` once one of the backend's slots is free (see the module docstring)."""
+        """Check the run, then run it once one of the backend's slots is free (see the module docstring)."""
+        job = Job.check(code, stdin, get_language(language), limits or self.limits, files)
+        if isinstance(job, ExecResult):
+            return job
         with self.admission.admit():
-            return self._run(code, language=language, stdin=stdin, files=files, limits=limits)
+            return self._run(job)
 
     @abstractmethod
-    def _run(
-        self, code: str, *, language: str, stdin: str, files: Files | None, limits: Limits | None
-    ) -> ExecResult:
-        """The backend's run, once admitted."""
+    def _run(self, job: Job) -> ExecResult:
+        """The backend's run, once checked and admitted."""
 
     @abstractmethod
     def session(self, language: str = "python", *, limits: Limits | None = None) -> Session: ...
@@ -213,10 +259,13 @@ class SandboxBase(ABC):
         return f"{type(self).__name__}(limits={self.limits})"
 
 
-class SessionBase(ABC):
-    """The shared half of a session: context manager, restart count, limits."""
+class SessionBase(Session, ABC):
+    """The shared half of a session: its language checked, each call's text checked, context manager."""
 
     def __init__(self, language: str, limits: Limits) -> None:
+        self.spec = get_language(language)
+        if self.spec.session is None:
+            raise ConfigError(f"language {language!r} has no sessions; use one of: python, bash")
         self.language = language
         self.limits = limits
         self.restarts = 0
@@ -225,8 +274,14 @@ class SessionBase(ABC):
     @abstractmethod
     def alive(self) -> bool: ...
 
+    def run(self, code: str, *, stdin: str = "", limits: Limits | None = None) -> ExecResult:
+        """Run one call; text that cannot be encoded is an "error" result and leaves the session untouched."""
+        job = Job.check(code, stdin, self.spec, limits or self.limits)
+        return job if isinstance(job, ExecResult) else self._run(job)
+
     @abstractmethod
-    def run(self, code: str, *, stdin: str = "", limits: Limits | None = None) -> ExecResult: ...
+    def _run(self, job: Job) -> ExecResult:
+        """The backend's call, once checked."""
 
     @abstractmethod
     def close(self) -> None: ...

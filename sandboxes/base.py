@@ -3,6 +3,12 @@
 A sandbox runs untrusted code and reports what happened; it never raises because of what the
 code did (a crash, a loop, a flood of output is a `status`), only when the sandbox itself cannot
 work (`gfcr.errors.SandboxError`). Backends live in their own modules; `make_sandbox` picks one.
+
+`Sandbox` and `Session` are Protocols: the contract that code taking a sandbox is typed against,
+and all a third party's backend must provide (`isinstance(x, Sandbox)` checks it at run time).
+gfcr's own backends do not repeat it: they subclass `gfcr.sandboxes.backend.SandboxBase` and
+`SessionBase`, which subclass these Protocols (the type checker holds them to the contract) and
+implement the half every backend shares.
 """
 
 from __future__ import annotations

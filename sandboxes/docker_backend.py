@@ -29,11 +29,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gfcr.errors import ConfigError, SandboxUnavailableError
+from gfcr.errors import SandboxUnavailableError
 from gfcr.sandboxes import program
-from gfcr.sandboxes.backend import RawOutcome, SandboxBase, SessionBase, check_files, encode_text, make_result
-from gfcr.sandboxes.base import ExecResult, Files, Limits
-from gfcr.sandboxes.languages import get_language
+from gfcr.sandboxes.backend import Job, RawOutcome, SandboxBase, SessionBase, make_result
+from gfcr.sandboxes.base import ExecResult, Limits
 from gfcr.sandboxes.seccomp import docker_profile
 
 logger = logging.getLogger(__name__)
@@ -176,23 +175,12 @@ class DockerSandbox(SandboxBase):
 
     # -- runs -------------------------------------------------------------------------------------
 
-    def _run(
-        self,
-        code: str,
-        *,
-        language: str = "python",
-        stdin: str = "",
-        files: Files | None = None,
-        limits: Limits | None = None,
-    ) -> ExecResult:
-        limits = limits or self.limits
-        if isinstance(refused := encode_text(code=code, stdin=stdin), ExecResult):
-            return refused  # a lone surrogate: an "error" result, as from the local backend
-        spec = get_language(language)
+    def _run(self, job: Job) -> ExecResult:
+        spec, limits = job.language, job.limits
         source = f"/tmp/.gfcr/{spec.filename}"
         payload = {
-            "files": [[path, base64.b64encode(data).decode()] for path, data in check_files(files)]
-            + [[source, base64.b64encode(code.encode("utf-8", "surrogateescape")).decode()]],
+            "files": [[path, base64.b64encode(data).decode()] for path, data in job.files]
+            + [[source, base64.b64encode(job.code_bytes).decode()]],
             "cpu_s": int(limits.cpu_s + 0.999),
             "disk_bytes": limits.disk_mb << 20,
         }
@@ -204,7 +192,7 @@ class DockerSandbox(SandboxBase):
             else:
                 command = ["python3", "-c", BOOTSTRAP, *spec.command(source)]
             stream = ExecStream(self.client, container, command, limits)
-            stream.feed(len(data).to_bytes(4, "big") + data + stdin.encode("utf-8", "surrogateescape"))
+            stream.feed(len(data).to_bytes(4, "big") + data + job.stdin_bytes)
             stream.read_until(lambda: False)
             return make_result(stream.outcome(), limits)
         finally:
@@ -335,9 +323,6 @@ class DockerSession(SessionBase):
     """A session in its own container: Python through gfcr's session loop, bash through a shell."""
 
     def __init__(self, sandbox: DockerSandbox, language: str, limits: Limits) -> None:
-        spec = get_language(language)
-        if spec.session is None:
-            raise ConfigError(f"language {language!r} has no sessions; use one of: python, bash")
         super().__init__(language, limits)
         self._sandbox = sandbox
         self._container: Any = None
@@ -345,10 +330,8 @@ class DockerSession(SessionBase):
         self._started = False
         self._cpu_spent = 0.0  # the container's CPU seconds up to the end of the last call
 
-    def run(self, code: str, *, stdin: str = "", limits: Limits | None = None) -> ExecResult:
-        limits = limits or self.limits
-        if isinstance(refused := encode_text(code=code, stdin=stdin), ExecResult):
-            return refused  # a lone surrogate: an "error" result, as from the local backend
+    def _run(self, job: Job) -> ExecResult:
+        code, stdin, limits = job.code, job.stdin, job.limits
         if self._stream is None or self._stream.eof or self._stream.stopped_for:
             self._start()
         stream = self._stream

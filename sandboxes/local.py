@@ -34,19 +34,10 @@ from typing import Any
 
 from gfcr.errors import ConfigError, SandboxError
 from gfcr.sandboxes import program
-from gfcr.sandboxes.backend import (
-    RawOutcome,
-    SandboxBase,
-    SessionBase,
-    check_files,
-    encode_text,
-    limits_dict,
-    make_result,
-)
-from gfcr.sandboxes.base import ExecResult, Files, Limits
+from gfcr.sandboxes.backend import Job, RawOutcome, SandboxBase, SessionBase, limits_dict, make_result
+from gfcr.sandboxes.base import ExecResult, Limits
 from gfcr.sandboxes.bwrap import check_local_backend, default_python, worker_command, worker_fds
 from gfcr.sandboxes.cgroups import Cgroup
-from gfcr.sandboxes.languages import get_language
 from gfcr.sandboxes.pool import WorkerPool
 
 logger = logging.getLogger(__name__)
@@ -259,48 +250,26 @@ class LocalSandbox(SandboxBase):
         self._sessions: weakref.WeakSet[LocalSession] = weakref.WeakSet()
         _open_sandboxes.add(self)
 
-    def _run(
-        self,
-        code: str,
-        *,
-        language: str = "python",
-        stdin: str = "",
-        files: Files | None = None,
-        limits: Limits | None = None,
-    ) -> ExecResult:
-        limits = limits or self.limits
-        spec = get_language(language)
-        header = {"inline": spec.inline, "argv": spec.command("/dev/fd/3"), "session": None}
-        checked = check_files(files)
-        encoded = encode_text(code=code, stdin=stdin)  # before a worker is touched: bad text costs none
-        if isinstance(encoded, ExecResult):
-            return encoded
-        source, data = encoded
+    def _run(self, job: Job) -> ExecResult:
         if not self.warm:
             worker = self._new_worker()
             try:
-                return self._run_on(worker, header, source, checked, data, limits)
+                return self._run_on(worker, job)
             finally:
                 worker.close()
         with self._pool.lend() as worker:
-            return self._run_on(worker, header, source, checked, data, limits)
+            return self._run_on(worker, job)
 
     def _new_worker(self) -> LocalWorker:
         return LocalWorker(self.python, self.modules)
 
-    def _run_on(
-        self,
-        worker: LocalWorker,
-        header: dict[str, Any],
-        code: bytes,
-        files: list[tuple[str, bytes]],
-        stdin: bytes,
-        limits: Limits,
-    ) -> ExecResult:
+    def _run_on(self, worker: LocalWorker, job: Job) -> ExecResult:
+        limits, spec = job.limits, job.language
+        header = {"inline": spec.inline, "argv": spec.command("/dev/fd/3"), "session": None}
         deadline = time.monotonic() + limits.wall_s + GRACE_S
         oom_before = worker.oom_kills()
-        worker.start(header, code, files, limits)
-        worker.send(_frame(stdin), deadline)
+        worker.start(header, job.code_bytes, job.files, limits)
+        worker.send(_frame(job.stdin_bytes), deadline)
         raw, _ = worker.result(limits, deadline, oom_before)
         return make_result(raw, limits)
 
@@ -327,21 +296,15 @@ class LocalSession(SessionBase):
     """
 
     def __init__(self, sandbox: LocalSandbox, language: str, limits: Limits) -> None:
-        spec = get_language(language)
-        if spec.session is None:
-            raise ConfigError(f"language {language!r} has no sessions; use one of: python, bash")
         super().__init__(language, limits)
         self._sandbox = sandbox
-        self._header = {"inline": False, "argv": spec.command("-")[:-1], "session": spec.session}
+        self._header = {"inline": False, "argv": self.spec.command("-")[:-1], "session": self.spec.session}
         self._worker: LocalWorker | None = None
         self._alive = False
         self._lock = threading.Lock()
 
-    def run(self, code: str, *, stdin: str = "", limits: Limits | None = None) -> ExecResult:
-        limits = limits or self.limits
-        encoded = encode_text(code=code, stdin=stdin)
-        if isinstance(encoded, ExecResult):
-            return encoded  # the session, its state and its worker are untouched
+    def _run(self, job: Job) -> ExecResult:
+        limits = job.limits
         with self._lock:
             if not self._alive:
                 self._start()
@@ -352,7 +315,7 @@ class LocalSession(SessionBase):
             try:
                 oom_before = worker.oom_kills()
                 worker.send(
-                    _frame(program.json_bytes(call)) + _frame(encoded[0]) + _frame(encoded[1]),
+                    _frame(program.json_bytes(call)) + _frame(job.code_bytes) + _frame(job.stdin_bytes),
                     deadline,
                 )
                 raw, self._alive = worker.result(limits, deadline, oom_before)

@@ -22,11 +22,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from gfcr.errors import ConfigError, SandboxError
+from gfcr.errors import SandboxError
 from gfcr.sandboxes import program
-from gfcr.sandboxes.backend import RawOutcome, SandboxBase, SessionBase, check_files, encode_text, make_result
-from gfcr.sandboxes.base import ExecResult, Files, Limits
-from gfcr.sandboxes.languages import get_language
+from gfcr.sandboxes.backend import Job, RawOutcome, SandboxBase, SessionBase, make_result
+from gfcr.sandboxes.base import ExecResult, Limits
 
 WARNING = "make_sandbox('unsafe-process') runs code WITHOUT isolation; use it for trusted code only"
 PROGRAM = str(Path(__file__).with_name("program.py"))
@@ -57,32 +56,20 @@ class UnsafeProcessSandbox(SandboxBase):
         super().__init__(limits, pool_size or os.cpu_count() or 2, queue_timeout_s)
         self.python = python or sys.executable
 
-    def _run(
-        self,
-        code: str,
-        *,
-        language: str = "python",
-        stdin: str = "",
-        files: Files | None = None,
-        limits: Limits | None = None,
-    ) -> ExecResult:
-        limits = limits or self.limits
-        if isinstance(refused := encode_text(code=code, stdin=stdin), ExecResult):
-            return refused  # a lone surrogate: an "error" result, as from the local backend
-        spec = get_language(language)
-        checked = check_files(files)
+    def _run(self, job: Job) -> ExecResult:
+        spec, limits = job.language, job.limits
         with tempfile.TemporaryDirectory(prefix="gfcr-unsafe-") as work:
-            for path, data in checked:
+            for path, data in job.files:
                 target = Path(work, path)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
             source = Path(work, ".gfcr", spec.filename)
             source.parent.mkdir()
-            source.write_text(code, encoding="utf-8", errors="surrogateescape")
+            source.write_bytes(job.code_bytes)
             interpreter = self.python if spec.name == "python" else shutil.which(spec.argv[0]) or spec.argv[0]
             process = _start(spec.command(str(source), interpreter), work, limits)
             pump = Pump(process, limits)
-            return make_result(pump.until_exit(stdin.encode("utf-8", "surrogateescape")), limits)
+            return make_result(pump.until_exit(job.stdin_bytes), limits)
 
     def session(self, language: str = "python", *, limits: Limits | None = None) -> UnsafeSession:
         return UnsafeSession(self, language, limits or self.limits)
@@ -211,9 +198,6 @@ class UnsafeSession(SessionBase):
     """A session in a child process (Python: gfcr's session loop; bash: a shell fed cells)."""
 
     def __init__(self, sandbox: UnsafeProcessSandbox, language: str, limits: Limits) -> None:
-        spec = get_language(language)
-        if spec.session is None:
-            raise ConfigError(f"language {language!r} has no sessions; use one of: python, bash")
         super().__init__(language, limits)
         self._sandbox = sandbox
         self._process: subprocess.Popen[bytes] | None = None
@@ -221,10 +205,8 @@ class UnsafeSession(SessionBase):
         self._fds: tuple[int, int] = (-1, -1)  # ours: cells out, markers in
         self._started = False
 
-    def run(self, code: str, *, stdin: str = "", limits: Limits | None = None) -> ExecResult:
-        limits = limits or self.limits
-        if isinstance(refused := encode_text(code=code, stdin=stdin), ExecResult):
-            return refused  # a lone surrogate: an "error" result, as from the local backend
+    def _run(self, job: Job) -> ExecResult:
+        code, stdin, limits = job.code, job.stdin, job.limits
         if self._process is None or self._process.poll() is not None:
             self._start()
         assert self._process is not None

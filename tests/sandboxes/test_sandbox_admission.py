@@ -12,7 +12,7 @@ import pytest
 
 from gfcr.agents import OraclePolicy, rollout
 from gfcr.core.admission import collect_waits
-from gfcr.errors import QueueTimeoutError
+from gfcr.errors import ConfigError, QueueTimeoutError, UnknownNameError
 
 SLOW = "import time; time.sleep({})"
 
@@ -57,3 +57,20 @@ def test_code_episodes_sharing_a_busy_pool_record_their_sandbox_wait_in_their_co
         first.join(30)
     assert trajectory.total_reward == 1.0  # queueing costs time, never the verdict
     assert trajectory.cost.wait_s["sandbox"] >= 0.3
+
+
+@pytest.mark.parametrize("backend", ["local", "docker"])
+def test_a_run_that_cannot_start_is_answered_without_waiting_for_a_slot(new_sandbox, backend):
+    """`SandboxBase.run` checks language, paths and text before admission, for every backend:
+    with the one slot held, a bad run is refused at once, not after the slow run ends."""
+    with new_sandbox(backend, pool_size=1, queue_timeout_s=5) as sandbox:
+        first = start_slow_run(sandbox, 4)
+        started = time.monotonic()
+        assert sandbox.run("print('\ud800')").status == "error"  # a lone surrogate: not text
+        with pytest.raises(ConfigError):
+            sandbox.run("print(1)", files={"../escape": ""})
+        with pytest.raises(UnknownNameError):
+            sandbox.run("print(1)", language="rust")
+        waited = time.monotonic() - started
+        first.join(30)
+    assert waited < 2, f"the refusals waited {waited:.1f} s for the busy slot"
