@@ -36,7 +36,14 @@ import httpx
 from gfcr.core import Action, Message, Task
 from gfcr.envs.remote.session import Session
 from gfcr.envs.remote.tasks import remote_tasks
-from gfcr.envs.remote.wire import decode_error, decode_info, jsonable, require_gold, reset_arguments
+from gfcr.envs.remote.wire import (
+    decode_error,
+    decode_info,
+    jsonable,
+    reply_metadata,
+    require_gold,
+    reset_arguments,
+)
 from gfcr.envs.spaces import UnicodeText
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import ConfigError, GfcrError
@@ -108,7 +115,7 @@ class RemoteEnv(gym.Env[str, str]):
         if task_id is not None:
             payload["task_id"] = task_id
         result = self._with_retries("reset", lambda client: client.reset(**payload))
-        metadata = _metadata(result)
+        metadata = reply_metadata(result)
         if "error" in metadata:
             raise decode_error(metadata["error"], self.url)
         self._episode_id = metadata.get("episode_id")
@@ -131,7 +138,7 @@ class RemoteEnv(gym.Env[str, str]):
             result = self._client.step(self._payload(action))
         except Exception as e:  # the server is gone mid-episode: not retried, it may have applied the step
             return self._lost(_reason(e))
-        metadata = _metadata(result)
+        metadata = reply_metadata(result)
         if self.served and metadata.get("episode_id") != self._episode_id:  # the client reconnected
             return self._lost(
                 "the server no longer holds this session: it was idle past the timeout, or restarted"
@@ -340,11 +347,6 @@ def served_oracle(url: str, task: Task, messages: Sequence[Message], timeout_s: 
             f"the env server at {url} refused the oracle ({reply.status_code}: {detail or reply.text[:200]})"
         )
     return str(reply.json()["text"])
-
-
-def _metadata(reply: dict[str, Any]) -> dict[str, Any]:
-    """A reply's metadata: top-level or in the observation (openenv sends both, or neither if empty)."""
-    return dict(reply.get("metadata") or (reply.get("observation") or {}).get("metadata") or {})
 
 
 def _reason(error: BaseException | None) -> str:

@@ -82,6 +82,15 @@ def decode_info(data: Mapping[str, Any]) -> dict[str, Any]:
     return info
 
 
+def reply_metadata(reply: Mapping[str, Any]) -> dict[str, Any]:
+    """A reply's metadata: top-level or in the observation (openenv sends both, or neither if empty).
+
+    >>> reply_metadata({"observation": {"text": "hi", "metadata": {"turn": 1}}, "reward": None})
+    {'turn': 1}
+    """
+    return dict(reply.get("metadata") or (reply.get("observation") or {}).get("metadata") or {})
+
+
 def decode_task(data: Mapping[str, Any]) -> Task:
     """A `Task` from its JSON form."""
     return Task(

@@ -27,9 +27,10 @@ from websockets.sync.client import connect  # noqa: E402
 
 import gfcr  # noqa: E402
 from gfcr.agents import Runner, RunnerConfig, episodes_for_env, make_policy  # noqa: E402
+from gfcr.core import Message  # noqa: E402
 from gfcr.envs.remote.wire import withhold_gold  # noqa: E402
 from gfcr.envs.tooluse.env import LOOKUP_CALL  # noqa: E402
-from gfcr.remote import TextAction, create_app  # noqa: E402
+from gfcr.remote import GfcrEnvClient, GfcrObservation, NativeToolCall, TextAction, create_app  # noqa: E402
 from gfcr.testing.openenv_echo import echo_app  # noqa: E402
 
 TASK = "tooluse/7"  # its code is 5
@@ -133,6 +134,38 @@ def test_remote_env_behaves_like_the_local_env(server_url):
         remote.reset(options={"task_id": "tooluse/7x"})
     assert remote.unwrapped.tasks[7].id == TASK and len(remote.unwrapped.tasks) == 10_000
     remote.close()
+
+
+def test_typed_client_plays_an_episode_with_gfcrs_own_action_and_observation_classes(server_url):
+    with GfcrEnvClient(base_url=server_url, headers=AUTH).sync() as env:
+        first = env.reset(task_id=TASK)
+        obs = first.observation
+        assert isinstance(obs, GfcrObservation) and obs.text.startswith("What is the code of locker aah")
+        assert (obs.env_id, obs.task_id, obs.task.id, obs.task.gold) == ("gfcr/ToolUse-v0", TASK, TASK, None)
+        assert obs.tools[0]["function"]["name"] == "lookup" and obs.messages == [Message("user", obs.text)]
+        looked = env.step(TextAction(tool_calls=[NativeToolCall(name="lookup", id="c1")]))  # a native tool call
+        assert looked.observation.text == "5" and looked.observation.signals["used_tool"] is True
+        assert looked.observation.messages[0].role == "tool" and looked.observation.messages[0].tool_call_id == "c1"
+        answer = env.step("5")  # plain text is a TextAction too
+        assert (answer.reward, answer.done, answer.observation.terminated, answer.observation.truncated) == (
+            1.0, True, True, False)  # fmt: skip
+        assert answer.observation.signals["correct"] is True
+        state = env.state()
+        assert (state.episode_id, state.step_count, state.task_id) == (obs.episode_id, 2, TASK)
+        assert env.served["env_id"] == "gfcr/ToolUse-v0"
+        with pytest.raises(gfcr.UnknownNameError, match="did you mean"):  # the server's own error, raised here
+            env.reset(task_id="tooluse/7x")
+        with pytest.raises(gfcr.ConfigError, match="MCPToolClient"):
+            env.step(TextAction(type="list_tools"))
+    env.close()  # closed twice: nothing left to close
+
+
+def test_typed_client_refuses_a_server_that_is_not_gfcrs_and_says_what_to_use(server_url):
+    with serving(echo_app()) as url:
+        with pytest.raises(gfcr.GfcrError, match="not a gfcr env server.*GenericEnvClient.*gfcr/Remote-v0"):
+            GfcrEnvClient(base_url=url).sync().connect()
+    with pytest.raises(gfcr.ConfigError, match="bearer token"):
+        GfcrEnvClient(base_url=server_url).sync().connect()
 
 
 def test_token_is_required_and_health_stays_open(server_url):
