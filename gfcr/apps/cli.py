@@ -36,7 +36,7 @@ from rich.table import Table
 import gfcr
 from gfcr.agents import RunnerConfig
 from gfcr.apps.connections import ConnectionLimits
-from gfcr.apps.options import config_options
+from gfcr.apps.options import config_options, parse_env_args
 from gfcr.core.admission import AdmissionConfig
 from gfcr.errors import ConfigError, GfcrError, needs_extra
 from gfcr.registry import import_modules
@@ -129,7 +129,7 @@ def check(
     from gfcr.testing import check_contract
 
     with exit_on_error():
-        kwargs = _parse_env_args(env_arg or [])
+        kwargs = parse_env_args(env_arg or [])
         import_modules(imports or [])
     report = check_contract(env_id, kwargs, examples=examples, seed=seed, episodes=episodes)
     if as_json:
@@ -191,7 +191,7 @@ def run(
     with exit_on_error():
         _check_out(out, resume=resume, force=force)
         import_modules(imports or [])
-        specs = episodes_for_env(env_id, episodes, kwargs=_parse_env_args(env_arg or []), seed=seed)
+        specs = episodes_for_env(env_id, episodes, kwargs=parse_env_args(env_arg or []), seed=seed)
         result = Runner(make_policy(agent), runner).run(
             specs, out, resume=resume, progress=f"{env_id} · {agent}"
         )
@@ -252,7 +252,7 @@ def bench(
             tuple(agent),
             k,
             num_tasks,
-            _parse_env_args(env_arg or []),
+            parse_env_args(env_arg or []),
             report,
             resume,
             seed,
@@ -332,7 +332,7 @@ def diagnose(
     with exit_on_error():
         if fail_on is not None and fail_on not in ("low", "medium", "high"):
             raise ConfigError(f"--fail-on must be low, medium or high, got {fail_on!r}")
-        data = load_run(runs, _parse_env_args(env_arg or []))
+        data = load_run(runs, parse_env_args(env_arg or []))
         result = run_diagnose(
             data,
             reverify_repeats=repeats if reverify else 0,
@@ -598,7 +598,7 @@ def serve_env(
     with exit_on_error():
         with needs_extra("gfcr serve-env"):
             from gfcr.remote import serve_env as run_server
-        kwargs = _parse_env_args(env_args or [])
+        kwargs = parse_env_args(env_args or [])
         import_modules(imports or [])
         console.print(
             f"serving {env_id} at http://{host}:{port}  "
@@ -684,16 +684,3 @@ def _count_tasks(env_id: str) -> str:
         return str(len(gym.make(env_id).unwrapped.tasks))  # type: ignore[attr-defined]
     except Exception as e:  # a plugin that cannot be built must not hide the others
         return f"[red]unavailable: {e}[/red]"
-
-
-def _parse_env_args(pairs: list[str]) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--env-arg expects KEY=VALUE, got {pair!r} (e.g. --env-arg dataset=champ)")
-        try:
-            kwargs[key] = json.loads(value)
-        except json.JSONDecodeError:
-            kwargs[key] = value
-    return kwargs

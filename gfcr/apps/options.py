@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -19,10 +20,30 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from gfcr.core.config import Setting, from_dict, settings
-from gfcr.errors import GfcrError
+from gfcr.errors import ConfigError, GfcrError
 
 F = TypeVar("F", bound=Callable[..., Any])
 PLAIN = (str, int, float, bool, Path)
+
+
+def parse_env_args(pairs: Sequence[str]) -> dict[str, Any]:
+    """Env keywords from `-e/--env-arg KEY=VALUE` pairs; VALUE is read as JSON where it can be.
+
+    Every command and example script that takes env keywords parses them here.
+
+    >>> parse_env_args(["split=AIME2024", "num_tasks=10", 'generators=["chain_sum"]'])
+    {'split': 'AIME2024', 'num_tasks': 10, 'generators': ['chain_sum']}
+    """
+    kwargs: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--env-arg expects KEY=VALUE, got {pair!r} (e.g. --env-arg dataset=champ)")
+        try:
+            kwargs[key] = json.loads(value)
+        except json.JSONDecodeError:
+            kwargs[key] = value
+    return kwargs
 
 
 def config_options(
