@@ -36,7 +36,7 @@ from rich.table import Table
 import gfcr
 from gfcr.agents import RunnerConfig
 from gfcr.apps.connections import ConnectionLimits
-from gfcr.apps.options import config_options, parse_env_args
+from gfcr.apps.options import config_arguments, config_options, parse_env_args
 from gfcr.core.admission import AdmissionConfig
 from gfcr.errors import ConfigError, GfcrError, needs_extra
 from gfcr.registry import import_modules
@@ -590,6 +590,28 @@ def serve_env(
         ),
     ] = False,
     imports: Imports = None,
+    deployment: Annotated[
+        Path | None,
+        typer.Option(
+            "--write-deployment",
+            help="Write a Dockerfile and openenv.yaml serving this env with these options to DIR; exit.",
+            rich_help_panel="Deployment",
+        ),
+    ] = None,
+    wheelhouse: Annotated[
+        Path | None,
+        typer.Option(
+            help="The image installs gfcr from these wheels (`pip wheel 'gfcr[remote]' pip -w DIR`).",
+            rich_help_panel="Deployment",
+        ),
+    ] = None,
+    install: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A package the image installs beside gfcr (a plugin env's); repeatable.",
+            rich_help_panel="Deployment",
+        ),
+    ] = None,
     *,
     admission: AdmissionConfig,
     limits: ConnectionLimits,
@@ -598,8 +620,26 @@ def serve_env(
     with exit_on_error():
         with needs_extra("gfcr serve-env"):
             from gfcr.remote import serve_env as run_server
+            from gfcr.remote.deployment import image_name, write_deployment
         kwargs = parse_env_args(env_args or [])
         import_modules(imports or [])
+        if deployment is not None:
+            options = [
+                *(a for pair in env_args or [] for a in ("--env-arg", pair)),
+                *(a for module in imports or [] for a in ("--import", module)),
+                *("--max-sessions", str(max_sessions), "--idle-timeout", str(idle_timeout)),
+                *("--max-request-bytes", str(max_request_bytes), *(["--send-gold"] if send_gold else [])),
+                *config_arguments(admission),
+                *config_arguments(limits),
+            ]
+            written = write_deployment(
+                deployment, env_id, options, port=port, requirements=install or [], wheelhouse=wheelhouse
+            )
+            names = ", ".join(p.name for p in written)
+            console.print(f"wrote {names} to {deployment}: docker build -t {image_name(env_id)} {deployment}")
+            if token:
+                console.print("the token is not in the image: docker run -e GFCR_SERVE_TOKEN=... gives it")
+            return
         console.print(
             f"serving {env_id} at http://{host}:{port}  "
             f"(gfcr: gym.make('gfcr/Remote-v0', url='http://{host}:{port}'); openenv: GenericEnvClient)"

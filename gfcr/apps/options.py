@@ -103,6 +103,31 @@ def config_options(
     return decorate
 
 
+def config_arguments(config: Any) -> list[str]:
+    """The options of `config_options` that give `config` back: one per setting off its default.
+
+    A command that writes another command (`gfcr serve-env --write-deployment`) carries a config so.
+
+    >>> from gfcr.core.admission import AdmissionConfig
+    >>> config_arguments(AdmissionConfig(max_concurrency=4))
+    ['--max-concurrency', '4']
+    """
+    arguments: list[str] = []
+    for s in settings(type(config)):
+        value = functools.reduce(getattr, s.path, config)
+        if value == s.default:
+            continue
+        flag = s.name.replace("_", "-")
+        base, _, many = _cli_type(s)
+        if value is None:
+            raise ConfigError(f"--{flag} has no command-line form for None (its default is {s.default!r})")
+        if base is bool:
+            arguments.append(f"--{flag}" if value else f"--no-{flag}")
+        else:
+            arguments += [a for item in (value if many else [value]) for a in (f"--{flag}", str(item))]
+    return arguments
+
+
 def _parameter(s: Setting, aliases: Sequence[str], panel: str | None) -> inspect.Parameter:
     """The typer parameter of one setting: `--name` (`--name/--no-name` for a flag) and aliases."""
     flag = s.name.replace("_", "-")
