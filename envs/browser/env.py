@@ -29,6 +29,9 @@ dict — and the step's reward is judged from that record, so that `BrowserVerif
 saved trajectory to the same reward with no browser.
 
 The browser starts on the first `reset()`, once per process; see docs/browser.md for examples.
+This module wires the parts into a `TextEnv`: the actions are `gfcr.envs.browser.actions` (and
+`browsergym_syntax`), the episode's tab and the calls on it `gfcr.envs.browser.episode`, the
+sites and their judges `gfcr.envs.browser.sites`.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
 from gfcr.core import Action, Message, Task, ToolCall, ToolSpec
-from gfcr.envs.base import Outcome, TextEnv
+from gfcr.envs.base import DEFAULT_MAX_ACTION_CHARS, DEFAULT_MAX_OBSERVATION_CHARS, Outcome, TextEnv
 from gfcr.envs.browser.actions import (
     HOW_TO_ACT,
     INSTRUCTIONS,
@@ -106,8 +109,8 @@ class BrowserEnv(TextEnv):
         headless: bool = True,
         system_prompt: str | None = None,
         action_syntax: str = "gfcr",
-        max_action_chars: int = 32_768,
-        max_observation_chars: int = 65_536,
+        max_action_chars: int = DEFAULT_MAX_ACTION_CHARS,
+        max_observation_chars: int = DEFAULT_MAX_OBSERVATION_CHARS,
         max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
         step_time_s: float = DEFAULT_STEP_TIME_S,
         render_mode: str | None = None,
@@ -139,11 +142,16 @@ class BrowserEnv(TextEnv):
 
     # -- the episode -------------------------------------------------------------------------------
 
+    def begin_episode(self, task: Task) -> None:
+        """Open `task`'s page in a tab as good as new (the last episode's, recycled)."""
+        self._episode.open(self.sites[task.metadata["site"]], task)
+
     def render_prompt(self, task: Task) -> str:
-        """Open `task`'s page in a tab as good as new; the prompt is the instructions, goal and page."""
-        return f"{self.instructions}\n\n{self._episode.open(self.sites[task.metadata['site']], task)}"
+        """The instructions, then the goal and the page `begin_episode` opened."""
+        return f"{self.instructions}\n\n{self._episode.first_page}"
 
     def respond(self, action: Action) -> Outcome:
+        """Run the action's calls in order on the page, then judge the episode and show the page."""
         episode = self._episode
         if episode.tab is None:
             return Outcome("The browser failed; call reset() to start a new episode.", truncated=True)
@@ -168,19 +176,19 @@ class BrowserEnv(TextEnv):
             return self._broken(e)
         return self._outcome(calls, results, judgement, page, bool(action.tool_calls), state)
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
-        observation, info = super().reset(seed=seed, options=options)
-        self._add_screenshot(info)
-        return observation, info
+    def extra_info(self) -> dict[str, Any]:
+        """The page's screenshot (and marks) after every reset and step, with `screenshot=True`."""
+        return self._episode.screenshot(self.set_of_marks) if self.screenshot else {}
 
-    def step(self, action: str | Action) -> tuple[str, float, bool, bool, dict]:
-        result = super().step(action)
-        self._add_screenshot(result[4])
-        return result
+    def end_episode(self) -> None:
+        """The site forgets the episode (an app's session); the tab stays, for the next to recycle."""
+        self._episode.end()
 
     def close(self) -> None:
-        self._episode.discard(wait=True)
+        """Close the tab too. No hook serves: the tab is the env's, not an episode's — each
+        `begin_episode` recycles the last one, which makes a reset faster than a new tab would."""
         super().close()
+        self._episode.discard(wait=True)
 
     @classmethod
     def oracle(cls, task: Task, messages: Sequence[Message]) -> str:
@@ -268,10 +276,6 @@ class BrowserEnv(TextEnv):
         self._episode.discard()
         message = f"The browser failed ({error}); the episode is truncated. Call reset() to start a new one."
         return Outcome(message, truncated=True, signals={"format_ok": True})
-
-    def _add_screenshot(self, info: dict) -> None:
-        if self.screenshot:
-            info.update(self._episode.screenshot(self.set_of_marks))
 
 
 def _trailing_replies(messages: Sequence[Message], text: str) -> int:

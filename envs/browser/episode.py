@@ -4,16 +4,20 @@ It holds what the episode has — the browser host, the site, the task, the tab,
 agent's answer, a browser failure — and makes each of the env's calls on it blocking: the call is
 a coroutine run on the host's event loop (`gfcr.envs.browser.host`) and waited for within a bound
 derived from the actions' own timeout, so that an env stepped from any thread never hangs on a
-hung browser. A browser failure during an action is kept in `error`: the step then truncates the
-episode (`discard` closes its tab), and the next `open` starts a new one.
+hung browser. The tab outlives the episode: `end` releases what the site kept for the episode (an
+app's session), and the next `open` recycles the tab (`gfcr.envs.browser.tab.fresh_tab`), which is
+faster than a new one; `discard` closes it. A browser failure during an action is kept in
+`error`: the step then truncates the episode and discards the tab, and the next `open` starts anew.
 
 Usage (it launches a browser, so it is not run as a doctest):
 
     episode = BrowserEpisode(action_timeout_ms=5_000)
-    page = episode.open(MiniwobSite(), task)          # the goal and the page, as text
+    episode.open(MiniwobSite(), task)
+    episode.first_page                                # the goal and the page, as text
     episode.on_page(lambda tab: tab.click("e5"))
     judgement, page = episode.look()
-    episode.discard(wait=True)
+    episode.end()                                     # the tab stays, for the next open to recycle
+    episode.discard(wait=True)                        # closes it
 """
 
 from __future__ import annotations
@@ -53,25 +57,32 @@ class BrowserEpisode:
         self.task: Task | None = None
         self.tab: Tab | None = None
         self.goal = ""
+        self.first_page = ""  # the page's text as the episode opened: the goal first, then the page
         self.answer: str | None = None  # the text of the agent's answer(...), which ends the task
         self.error: BrowserError | None = None
         self.wait_left_ms = MAX_WAIT_MS  # what noop may still wait in this step
 
     # -- beginning and end -----------------------------------------------------------------------
 
-    def open(self, site: Site, task: Task) -> str:
-        """Begin an episode of `task` on `site` in a tab as good as new; the page as text, goal first.
-
-        A browser that died since the last episode fails the first try; the second relaunches it.
+    def open(self, site: Site, task: Task) -> None:
+        """Begin an episode of `task` on `site` (after `end` of the last one) in a tab as good as
+        new; the page's text is then in `first_page`. `BrowserError` if the page cannot be opened.
         """
         try:
-            return self._open(site, task)
-        except Exception:
+            self._open(site, task)
+        except Exception:  # a browser that died since the last episode: the second try relaunches it
             logger.info("opening %s failed once; trying again", task.id, exc_info=True)
-        try:
-            return self._open(site, task)
-        except Exception as e:
-            raise BrowserError(f"cannot open task {task.id!r} in the browser: {e}") from e
+            self.end()  # what the failed try opened
+            try:
+                self._open(site, task)
+            except Exception as e:
+                raise BrowserError(f"cannot open task {task.id!r} in the browser: {e}") from e
+
+    def end(self) -> None:
+        """The episode is over: the site forgets what it kept for it (an app's session). The tab
+        stays as it is (a screenshot still shows the last page), for the next `open` to recycle."""
+        if self.tab is not None and self.site is not None:
+            self.site.close(self.tab)
 
     def discard(self, wait: bool = False) -> None:
         """Close the tab (and the site's session); without `wait`, in the background."""
@@ -146,16 +157,13 @@ class BrowserEpisode:
 
     # -- machinery -------------------------------------------------------------------------------
 
-    def _open(self, site: Site, task: Task) -> str:
+    def _open(self, site: Site, task: Task) -> None:
         host = browser_host(*self.browser_settings)
         if host is not self.host:  # another process's host (after a fork), or none yet
             self.discard()
-        elif self.tab is not None and self.site is not None:  # the tab stays, for `fresh_tab` to recycle
-            self.site.close(self.tab)
         self.host, self.site, self.task = host, site, task
-        self.goal, self.answer, self.error = "", None, None
-        self.goal, page = host.run(self._load(), self.timeout_s(4))
-        return page
+        self.goal, self.first_page, self.answer, self.error = "", "", None, None
+        self.goal, self.first_page = host.run(self._load(), self.timeout_s(4))
 
     async def _load(self) -> tuple[str, str]:
         """In a fresh tab, the task's first page: the goal the site gives, and the page's text."""
