@@ -1,4 +1,4 @@
-"""Metrics: one JSON line per step, TensorBoard events, and a rich progress display.
+"""Metrics: one JSON line per step, TensorBoard events, and the progress display (step i/N, ETA).
 
 Keys are grouped `group/name`: `rollout/reward_mean`, `rollout/frac_zero_std`, `loss/policy`,
 `loss/kl`, `optim/lr`, `perf/tokens_per_s` … (see docs/trainer.md for the full list).
@@ -11,7 +11,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.console import Console
+
+from gfcr.agents.runner.progress import ProgressDisplay
 
 logger = logging.getLogger(__name__)
 
@@ -84,35 +86,33 @@ def read_metrics(out_dir: str | Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-class TrainProgress:
-    """A rich progress bar over the training steps with the latest reward and loss."""
+class TrainProgress(ProgressDisplay):
+    """The training steps: step i/N, elapsed, ETA, and the last step's reward and loss; a live bar
+    in a terminal, else a plain line at each step (the runner's progress display, in steps).
 
-    def __init__(self, total: int, completed: int = 0, *, enabled: bool = True) -> None:
-        self.progress = Progress(
-            TextColumn("[bold]train"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[status]}"),
-            TimeElapsedColumn(),
-            disable=not enabled,
+    >>> import io
+    >>> from rich.console import Console
+    >>> out = io.StringIO()
+    >>> with TrainProgress(2, console=Console(file=out)) as progress:
+    ...     progress.update(1, {"rollout/reward_mean": 0.5, "loss/policy": 0.0123})
+    >>> print(out.getvalue().splitlines()[0])  # doctest: +ELLIPSIS
+    gfcr progress · train: 1/2 steps (50%), elapsed ...s, ETA ...s, reward 0.5, loss 0.0123
+    """
+
+    def __init__(
+        self, total: int, completed: int = 0, *, enabled: bool = True, console: Console | None = None
+    ) -> None:
+        self.metrics: dict[str, Any] = {}
+        super().__init__(
+            "train", total, console, unit="steps", completed=completed, each_advance=True, enabled=enabled
         )
-        self.task = self.progress.add_task("train", total=total, completed=completed, status="")
-
-    def __enter__(self) -> TrainProgress:
-        self.progress.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.__exit__(*exc)  # type: ignore[arg-type]
 
     def update(self, step: int, metrics: dict[str, Any]) -> None:
-        parts = []
-        for key, label in (
-            ("rollout/reward_mean", "reward"),
-            ("loss/policy", "loss"),
-            ("loss/sft_nll", "nll"),
-            ("perf/tokens_per_s", "tok/s"),
-        ):
-            if key in metrics:
-                parts.append(f"{label} {metrics[key]:.3g}")
-        self.progress.update(self.task, completed=step, status="  ".join(parts))
+        """Step `step` is done; `metrics` are its logged values."""
+        self.metrics = metrics
+        self.count_done(step - self.done)
+
+    def results(self) -> list[str]:
+        labels = {"rollout/reward_mean": "reward", "loss/policy": "loss", "loss/sft_nll": "nll",
+                  "perf/tokens_per_s": "tok/s"}  # fmt: skip
+        return [f"{label} {self.metrics[key]:.3g}" for key, label in labels.items() if key in self.metrics]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from typer.testing import CliRunner
 
@@ -28,3 +29,22 @@ def test_bad_config_is_a_clear_error_not_a_traceback(tmp_path):
     result = CliRunner().invoke(app, ["train", str(config)])
     assert result.exit_code == 2
     assert "unknown loss 'gpro'" in result.output and "grpo" in result.output
+
+
+STEP_LINE = re.compile(
+    r"gfcr progress · train: (?P<step>\d)/2 steps \(\d+%\), elapsed \S+, ETA (?P<eta>\S+), "
+    r"reward [\d.e-]+, loss [\d.e+-]+"
+)
+
+
+def test_train_writes_a_progress_line_per_step_with_eta_reward_and_loss(train_toml, parity_env):
+    # parity rewards differ within a group, so each step updates the policy and logs a loss
+    config = train_toml(steps=2)
+    result = CliRunner().invoke(
+        app, ["train", str(config), "--set", f'env.id="{parity_env}"', "--set", "log.progress=true"]
+    )
+    assert result.exit_code == 0, result.output
+    lines = [m for m in map(STEP_LINE.match, result.output.splitlines()) if m]
+    assert [m["step"] for m in lines[:2]] == ["1", "2"], result.output  # then the closing line
+    assert re.fullmatch(r"\d+s|\d+m\d\ds|\d+h\d\dm", lines[0]["eta"]), lines[0]["eta"]  # 1 of 2 done
+    assert lines[-1]["eta"] == "–"
