@@ -30,7 +30,7 @@ from gfcr.control import (
 from gfcr.generate import group_by_task
 from gfcr.replay import ReplayBuffer
 from gfcr.skills import SkillLibrary, skill_tool
-from gfcr.testing.workloads import KINDS, BernoulliPrompts, ShopTools
+from gfcr.workloads import KINDS, BernoulliPrompts, ShopTools
 
 K, GROUPS = 8, 32
 

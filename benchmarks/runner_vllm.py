@@ -26,9 +26,9 @@ from pathlib import Path
 import gymnasium as gym
 
 from gfcr.agents import Runner, RunnerConfig, SamplingParams, episodes_for_env
+from gfcr.agents.policies.tiny_model import write_tiny_model
 from gfcr.agents.policies.vllm import VLLMPolicy
 from gfcr.agents.runner.episode import Episode
-from gfcr.apps.tiny_model import write_tiny_model
 
 
 def vllm_alone(policy: VLLMPolicy, specs, sampling: SamplingParams) -> tuple[float, int]:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from gfcr.apps.tiny_model import write_tiny_model
+from gfcr.agents.policies.tiny_model import write_tiny_model
 from gfcr.trainers import TrainConfig, Trainer
 
 ROOT = Path(__file__).resolve().parents[1]

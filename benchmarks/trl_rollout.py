@@ -28,7 +28,7 @@ from transformers import AutoTokenizer, TrainerCallback  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from gfcr.agents import RunnerConfig  # noqa: E402
-from gfcr.apps.tiny_model import write_tiny_model  # noqa: E402
+from gfcr.agents.policies.tiny_model import write_tiny_model  # noqa: E402
 from gfcr.core import SamplingParams  # noqa: E402
 from gfcr.integrations import trl as gfcr_trl  # noqa: E402
 

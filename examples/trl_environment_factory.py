@@ -34,7 +34,7 @@ def main() -> None:
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from gfcr.apps.tiny_model import write_tiny_model
+    from gfcr.agents.policies.tiny_model import write_tiny_model
     from gfcr.integrations import trl as gfcr_trl
 
     out = Path(args.out or tempfile.mkdtemp(prefix="gfcr-trl-"))

@@ -1,4 +1,4 @@
-"""Env registration: gfcr's own envs, third-party plugins, and `list_envs()`.
+"""Env registration: gfcr's own envs, third-party plugins, and `list_envs()`; the policy factory.
 
 gfcr registers its envs with Gymnasium under the `gfcr/` namespace, by import path only, so
 `import gfcr` stays fast and loads no dataset. Third-party packages add envs through the
@@ -19,6 +19,11 @@ keep it in a light module:
     # acme_envs/registrations.py
     SUDOKU_EASY = {"entry_point": "acme_envs.sudoku:SudokuEnv", "kwargs": {"level": "easy"},
                    "max_episode_steps": 20}
+
+The registry also holds the policy factory: what turns a policy spec ("hf:PATH" …) into a
+policy for components below the agents layer that take a spec (an LLM judge, an LLM user).
+The agents layer builds policies, so `gfcr.agents` registers its `make_policy` here when it is
+imported (`register_policy_factory`); the core names nothing above it.
 """
 
 from __future__ import annotations
@@ -27,13 +32,14 @@ import difflib
 import importlib
 import logging
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 
+from gfcr.core.policy import Policy
 from gfcr.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -55,8 +61,8 @@ _registered: set[str] = set()
 def register_env(env_id: str, entry_point: str | Any, **kwargs: Any) -> None:
     """Register an env with Gymnasium and list it in `list_envs()` (re-registering is a no-op).
 
-    >>> register_env("gfcr/Doc-v0", "gfcr.envs.math.env:MathEnv", kwargs={"dataset": "champ"})
-    >>> "gfcr/Doc-v0" in list_envs()
+    >>> register_env("acme/CartPole-v0", "gymnasium.envs.classic_control.cartpole:CartPoleEnv")
+    >>> "acme/CartPole-v0" in list_envs()
     True
     """
     if env_id not in gym.registry:
@@ -71,7 +77,7 @@ def import_modules(modules: Iterable[str]) -> None:
     The runner's env workers in other processes need nothing more: an env's configuration carries
     its entry point (`gfcr.agents.env_config`), whose class a worker imports from the same module.
 
-    >>> import_modules(["gfcr.envs.math"])
+    >>> import_modules(["gymnasium.envs.classic_control"])
     >>> import_modules(["no_such_envs"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -118,8 +124,6 @@ def registration_keywords(registration: Any, where: str = "registration") -> dic
     ...
     gfcr.errors.ConfigError: acme: unknown key 'max_episode_step'; did you mean 'max_episode_steps'? ...
     """
-    from gfcr.errors import ConfigError
-
     if not isinstance(registration, dict) or "entry_point" not in registration:
         raise ConfigError(
             f"{where}: expected a dict of gymnasium.register keywords with an 'entry_point', "
@@ -151,17 +155,21 @@ def env_class(env_id: str) -> Any:
     return load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
 
 
-# Policy specs are resolved by name, as env ids are: a judge or an LLM user given "hf:PATH" builds
-# the policy through the agents layer without importing upward.
-POLICY_FACTORY = "gfcr.agents.policies:make_policy"
+_policy_factory: Callable[[str], Policy] | None = None
 
 
-def make_policy(spec: str) -> Any:
-    """The policy a spec names (`scripted:oracle`, `hf:PATH`, `openai:MODEL@URL` …): see
-    `gfcr.agents.make_policy`, which this loads by name on first use.
+def register_policy_factory(factory: Callable[[str], Policy]) -> None:
+    """Make `factory` build the policies that specs name (`gfcr.agents` registers its `make_policy`)."""
+    global _policy_factory
+    _policy_factory = factory
 
-    >>> make_policy("scripted:oracle").name
-    'scripted:oracle'
-    """
-    module, _, name = POLICY_FACTORY.partition(":")
-    return getattr(importlib.import_module(module), name)(spec)
+
+def make_policy(spec: str) -> Policy:
+    """The policy a spec names (`scripted:oracle`, `hf:PATH`, `openai:MODEL@URL` …), built by the
+    registered factory: `gfcr.agents.make_policy` once `gfcr.agents` is imported."""
+    if _policy_factory is None:
+        raise ConfigError(
+            f"policy spec {spec!r} needs the agents layer, which builds policies: `import gfcr.agents` "
+            "first (it registers gfcr.agents.make_policy), or pass a policy object instead of a spec"
+        )
+    return _policy_factory(spec)

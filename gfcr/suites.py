@@ -3,19 +3,20 @@
 A suite is a list of entries; each entry names an env id, its `gymnasium.make` keyword
 arguments, which of its tasks to use (all, the ids listed in `tasks`, or `num_tasks` spread
 evenly over the source, so that every split and generator is represented) and, optionally, how
-many samples of each (`k`, or explicit `seeds`). Suites come from three places: the built-in ones
-below, `register_suite(name, factory)`, and installed plugins' `gfcr.suites` entry points; a suite
-file (TOML, see `load_suite` and docs/suites.md) is benched by its path. `list_suites()` shows the
-named ones whose envs are installed.
+many samples of each (`k`, or explicit `seeds`). This module holds the suite types, the registry
+of named suites and the suite-file loader; the suites themselves come from
+`register_suite(name, factory)` and installed packages' `gfcr.suites` entry points, gfcr's own
+included: its built-in suites live with its envs (`gfcr.envs.suites`) and are declared in its
+pyproject.toml like any plugin's. A suite file (TOML, see `load_suite` and docs/suites.md) is
+benched by its path. `list_suites()` shows the named ones whose envs are installed.
 
 A suite is versioned (`version`, bumped by its author when its work changes) and hashed:
 `Suite.fingerprint()` is a sha256 over what the suite runs — each entry's env id and effective
 keywords, its samples, its chosen task ids and their content, and the versions of the env and
 verifier code behind it — so two reports with the same fingerprint provably ran the same work.
 
->>> suite = make_suite("smoke")
->>> suite.name, len(suite) > 0
-('smoke', True)
+>>> "smoke" in list_suites()  # gfcr's own, from its envs layer through the entry points
+True
 """
 
 from __future__ import annotations
@@ -383,100 +384,3 @@ def _unknown(key: str, known: Mapping[str, Any]) -> str:
     close = difflib.get_close_matches(key, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown key {key!r}{hint} Known: {', '.join(sorted(known))}"
-
-
-def _math() -> Suite:
-    return Suite(
-        "math",
-        "Every MMATH (MATH-500 subset, AIME 2024/2025, CNMO) and CHAMP problem, and 5 samples "
-        "of each reasoning-gym generator.",
-        (
-            SuiteEntry("gfcr/Math-v0", {"dataset": "mmath"}),
-            SuiteEntry("gfcr/Math-v0", {"dataset": "champ"}),
-            SuiteEntry("gfcr/Math-v0", {"dataset": "reasoning_gym"}, num_tasks=500),
-        ),
-    )
-
-
-def _smoke() -> Suite:
-    families = [
-        SuiteEntry("gfcr/Math-v0", {"dataset": "mmath"}, num_tasks=4),
-        SuiteEntry("gfcr/Math-v0", {"dataset": "champ"}, num_tasks=2),
-        SuiteEntry("gfcr/Math-v0", {"dataset": "reasoning_gym", "size": 10}, num_tasks=4),
-        SuiteEntry("gfcr/Math-v0", {"dataset": "mmath", "tools": ["calculator"]}, num_tasks=2),
-        SuiteEntry("gfcr/Code-v0", {"dataset": "humaneval"}, num_tasks=3),
-        SuiteEntry("gfcr/CodeInteractive-v0", {"dataset": "humaneval"}, num_tasks=2),
-        SuiteEntry("gfcr/SQL-v0", {"dataset": "all"}, num_tasks=3),
-        SuiteEntry("gfcr/SQL-v0", {"dataset": "chinook", "mode": "single_turn"}, num_tasks=1),
-        SuiteEntry("gfcr/Dialogue-v0", {"domain": "airline"}, num_tasks=2),
-        SuiteEntry("gfcr/Dialogue-v0", {"domain": "retail"}, num_tasks=2),
-        SuiteEntry(
-            "gfcr/Browser-v0", {"dataset": ["click-test", "enter-text", "login-user"], "num_seeds": 1}
-        ),
-        SuiteEntry("gfcr/Browser-v0", {"dataset": "apps"}, num_tasks=3),
-    ]
-    return Suite("smoke", "A few tasks of each env family that exists, for a quick check.", tuple(families))
-
-
-def _sql() -> Suite:
-    return Suite(
-        "sql",
-        "Every bundled SQL question (Chinook, tau2 retail and airline) on SQLite, multi-turn with tools, "
-        "and once more single-turn.",
-        (
-            SuiteEntry("gfcr/SQL-v0", {"dataset": "all"}),
-            SuiteEntry("gfcr/SQL-v0", {"dataset": "all", "mode": "single_turn"}),
-        ),
-    )
-
-
-def _dialogue() -> Suite:
-    return Suite(
-        "dialogue",
-        "Every tau2-bench airline (50) and retail (114) task, with the scripted user.",
-        (
-            SuiteEntry("gfcr/Dialogue-v0", {"domain": "airline"}),
-            SuiteEntry("gfcr/Dialogue-v0", {"domain": "retail"}),
-        ),
-    )
-
-
-def _code() -> Suite:
-    return Suite(
-        "code",
-        "Every HumanEval problem, single-turn (Code-v0) and with a Python session and visible tests "
-        "(CodeInteractive-v0).",
-        (
-            SuiteEntry("gfcr/Code-v0", {"dataset": "humaneval"}),
-            SuiteEntry("gfcr/CodeInteractive-v0", {"dataset": "humaneval"}),
-        ),
-    )
-
-
-def _browser() -> Suite:
-    return Suite(
-        "browser",
-        "Every task of gfcr's web apps (shop, booking, mail) and 5 seeds of each of MiniWoB's 130 pages, "
-        "in headless Chromium.",
-        (
-            SuiteEntry("gfcr/Browser-v0", {"dataset": "apps"}),
-            SuiteEntry("gfcr/Browser-v0", {"dataset": "miniwob", "num_seeds": 5}),
-        ),
-    )
-
-
-def _swe() -> Suite:
-    return Suite(
-        "swe",
-        "Every gfcr/SWE-v0 task: a bug in inflection, parse, cachetools or toolz, judged by its own tests.",
-        (SuiteEntry("gfcr/SWE-v0", {"dataset": "all"}),),
-    )
-
-
-register_suite("math", _math)
-register_suite("browser", _browser)
-register_suite("code", _code)
-register_suite("dialogue", _dialogue)
-register_suite("sql", _sql)
-register_suite("swe", _swe)
-register_suite("smoke", _smoke)

@@ -40,7 +40,7 @@ def tokenize_trajectory(
 
     >>> import tempfile
     >>> from gfcr.agents.policies.chat import load_chat_encoder
-    >>> from gfcr.apps.tiny_model import write_tiny_model
+    >>> from gfcr.agents.policies.tiny_model import write_tiny_model
     >>> from gfcr.core import Message
     >>> chat = load_chat_encoder(str(write_tiny_model(tempfile.mkdtemp(), vocab_size=400, corpus_tasks=20)))
     >>> t = Trajectory("e", "t", "hi", messages=[Message("user", "hi"), Message("assistant", "yo")])

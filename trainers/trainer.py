@@ -17,7 +17,7 @@ A supervised warm start (`[sft] steps > 0`, `sft.py`) runs first on filtered tra
 starts with a fresh AdamW and takes the warm-started model as its KL reference (`begin_rl`).
 
 >>> import tempfile
->>> from gfcr.apps.tiny_model import write_tiny_model
+>>> from gfcr.agents.policies.tiny_model import write_tiny_model
 >>> out = tempfile.mkdtemp()
 >>> config = TrainConfig.from_dict({
 ...     "model": {"path": str(write_tiny_model(out + "/m", vocab_size=400, corpus_tasks=20))},

@@ -3,6 +3,9 @@
 `make_policy(spec)` builds one from `scripted:oracle`, `scripted:random`, `hf:PATH`, `vllm:PATH` or
 `openai:MODEL@BASE_URL`. Backends import their heavy dependencies (torch, vllm, openai) only
 when built. The protocol they implement (`Policy`, `Request`, `Completion`) is `gfcr.core`'s.
+Importing this package registers `make_policy` as the core's policy factory
+(`gfcr.registry.register_policy_factory`), which builds the policies that an LLM judge or an
+LLM user is given by spec.
 
 >>> make_policy("scripted:oracle").name
 'scripted:oracle'
@@ -17,6 +20,7 @@ from __future__ import annotations
 from gfcr.agents.policies.scripted import OraclePolicy, RandomPolicy
 from gfcr.core.policy import Policy
 from gfcr.errors import ConfigError, UnknownNameError
+from gfcr.registry import register_policy_factory
 
 _SCRIPTED = {"oracle": OraclePolicy, "random": RandomPolicy}
 BACKENDS = ("scripted", "hf", "vllm", "openai")
@@ -53,5 +57,7 @@ def make_policy(spec: str) -> Policy:
         return OpenAIPolicy(model, base_url)
     raise UnknownNameError("policy backend", backend, BACKENDS, hint="write e.g. scripted:oracle or hf:PATH")
 
+
+register_policy_factory(make_policy)
 
 __all__ = ["BACKENDS", "OraclePolicy", "RandomPolicy", "make_policy"]

@@ -42,7 +42,7 @@ class HFPolicy(ChatTokens):
     """A causal LM from a local directory (or hub id already in the local cache).
 
     >>> import tempfile
-    >>> from gfcr.apps.tiny_model import write_tiny_model
+    >>> from gfcr.agents.policies.tiny_model import write_tiny_model
     >>> from gfcr.core import Message
     >>> policy = HFPolicy(write_tiny_model(tempfile.mkdtemp(), vocab_size=400, corpus_tasks=20))
     >>> request = Request((Message("user", "What is 2+2?"),), sampling=SamplingParams(max_tokens=8, seed=0))
@@ -105,7 +105,7 @@ class HFPolicy(ChatTokens):
 
         >>> import tempfile
         >>> from transformers import AutoModelForCausalLM, AutoTokenizer
-        >>> from gfcr.apps.tiny_model import write_tiny_model
+        >>> from gfcr.agents.policies.tiny_model import write_tiny_model
         >>> path = write_tiny_model(tempfile.mkdtemp(), vocab_size=400, corpus_tasks=20)
         >>> model, tokenizer = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
         >>> policy = HFPolicy.from_model(model, tokenizer, version="step-0")

@@ -26,7 +26,7 @@ import itertools
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,12 +34,12 @@ from pathlib import Path
 from gfcr.agents.runner.batcher import Batcher
 from gfcr.agents.runner.env_pools import NODE_LOST, WORKER_LOST, EnvPool, ProcessEnvPool, ThreadEnvPool
 from gfcr.agents.runner.env_servers import EnvServers
-from gfcr.agents.runner.episode import Episode, episode_solved
+from gfcr.agents.runner.episode import Episode, StepResult, episode_solved
 from gfcr.agents.runner.outages import Outages
 from gfcr.agents.runner.progress import RunProgress
 from gfcr.agents.runner.specs import EpisodeSpec, warn_on_step_budgets
 from gfcr.agents.runner.writer import TrajectoryWriter
-from gfcr.core import Provenance, Trajectory
+from gfcr.core import Action, Provenance, Trajectory
 from gfcr.core.config import setting
 from gfcr.core.hooks import Controller, ReplaySink, SignalReader
 from gfcr.core.policy import Policy, SamplingParams, check_policy
@@ -347,7 +347,7 @@ class _Run:
         # must not take the env of the episode's next attempt.
         self._attempts = itertools.count()
 
-    async def trajectories(self):  # -> AsyncIterator[Trajectory]
+    async def trajectories(self) -> AsyncIterator[Trajectory]:
         """Run the queue, `concurrency` at a time (and `prefetch` more resetting ahead); yield each
         trajectory as its episode ends, until all are done or the run stops early (`stopped`)."""
         running: set[asyncio.Task[_Outcome]] = set()
@@ -539,7 +539,7 @@ class _Run:
         if decision.stop:
             episode.truncate()
 
-    async def _step(self, key: str, action):  # -> StepResult
+    async def _step(self, key: str, action: str | Action) -> StepResult:
         self.stepping += 1
         try:
             return await self.pool.step(key, action)

@@ -449,7 +449,7 @@ def tiny_model(
     seed: Annotated[int, typer.Option(help="Seed of the random weights.")] = 0,
 ) -> None:
     """Write a small randomly initialised chat model (Qwen2-style) with a locally trained tokenizer."""
-    from gfcr.apps.tiny_model import write_tiny_model
+    from gfcr.agents.policies.tiny_model import write_tiny_model
 
     with exit_on_error():
         with needs_extra("gfcr tiny-model"):

@@ -27,7 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from gfcr.apps.tiny_model import CHAT_TEMPLATE, RESPONSE_TEMPLATE
+from gfcr.agents.policies.tiny_model import CHAT_TEMPLATE, RESPONSE_TEMPLATE
 from gfcr.errors import ConfigError, UnknownNameError
 
 MARKER = "gfcr_pretrained.json"  # written last: a directory holding it is a finished conversion

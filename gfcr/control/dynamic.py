@@ -51,7 +51,7 @@ class DynamicSampling:
     `max_rounds` (the batch may then be short). `filter_groups=False` keeps every group (plain
     GRPO sampling, for comparison).
 
-    >>> from gfcr.testing.workloads import BernoulliPrompts
+    >>> from gfcr.workloads import BernoulliPrompts
     >>> env = BernoulliPrompts([0.0, 1.0, 0.5, 0.5, 0.5, 0.5], seed=0)
     >>> batch = DynamicSampling(num_groups=2, group_size=8).collect(env.run, env.task_ids, PromptHistory(),
     ...                                                          np.random.default_rng(0))

@@ -26,7 +26,7 @@ from gfcr.generate.groups import group_by_task
 class EarlyStopping:
     """Sample `group_size` per prompt in waves of `wave`, stopping prompts once decided.
 
-    >>> from gfcr.testing.workloads import BernoulliPrompts
+    >>> from gfcr.workloads import BernoulliPrompts
     >>> h = PromptHistory()
     >>> for _ in range(10):
     ...     h.update("synthetic/0", [0.0] * 8)

@@ -5,7 +5,8 @@
 - the rollout: `Task`, `Message`, `ToolCall`, `ToolSpec`, `Action`, `Step`, `Trajectory` (with
   `TokenData`, `Cost`, `Provenance`) and JSONL I/O (`messages.py`, `task.py`, `tools.py`, `trajectory.py`);
 - the policy protocol: `Policy`, `TokenPolicy`, `AsyncPolicy`, `Request`, `SamplingParams`,
-  `Completion` (`policy.py`), and `PolicyChat`, a policy as a cached chat function (`chat.py`);
+  `Completion` (`policy.py`), and `gfcr.core.chat.PolicyChat`, a policy as a cached chat function
+  (not re-exported here: it asks the registry for policies, and the registry imports this package);
 - what the runner plays and where the GFCR modules plug in: `EnvConfig`, `EpisodeSpec`
   (`episode.py`), `Controller`, `Decision`, `SignalReader`, `ReplaySink` (`hooks.py`);
 - judging: the `Verifier` protocol and its `Verdict`, and `solved(reward)` with its threshold

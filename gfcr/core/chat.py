@@ -2,17 +2,23 @@
 
 Components that need a model's words rather than a trajectory (an LLM judge, a simulated user)
 talk to a `ChatModel`. `PolicyChat` makes one from any `Policy` — or from a policy spec such as
-`"openai:judge@http://127.0.0.1:8000/v1"`, which `gfcr.registry.make_policy` builds by name, the
-way env ids are — and caches replies by policy, sampling parameters and conversation: in memory,
+`"openai:judge@http://127.0.0.1:8000/v1"`, which `gfcr.registry.make_policy` builds with the
+factory that `gfcr.agents` registers when imported — and caches replies by policy, sampling
+parameters and conversation: in memory,
 and in a SQLite file when `cache_path` is given, so a rerun asks the model nothing twice. Calls
 that reach the model pass its admission gate (`admission`: how many at once, how long one may
 queue; shared by every `PolicyChat` of the same model and settings in the process), and the
 seconds they queued are recorded as the `resource` ("judge" or "user", see `gfcr.core.admission`).
 
->>> chat = PolicyChat("scripted:random")
->>> reply = chat([Message("user", "Grade this.")], seed=1)
->>> isinstance(reply, str), chat([Message("user", "Grade this.")], seed=1) == reply
-(True, True)
+>>> from gfcr.core.policy import Completion
+>>> class Counter:  # a policy that numbers its replies
+...     name, version, calls = "counter", "1", 0
+...     def generate(self, requests):
+...         self.calls += len(requests)
+...         return [Completion(f"reply {self.calls}") for _ in requests]
+>>> chat = PolicyChat(Counter())
+>>> chat([Message("user", "Grade this.")], seed=1), chat([Message("user", "Grade this.")], seed=1)
+('reply 1', 'reply 1')
 """
 
 from __future__ import annotations

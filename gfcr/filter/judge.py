@@ -2,7 +2,7 @@
 
 The judge talks to a `ChatModel`: any callable from chat messages to the reply text. It also
 takes a gfcr policy, or a policy spec (`"openai:MODEL@URL"`, `"hf:PATH"`, `"vllm:PATH"` …),
-which `gfcr.core.PolicyChat` turns into a chat model:
+which `gfcr.core.chat.PolicyChat` turns into a chat model:
 
     judge = LLMJudge("openai:judge@http://127.0.0.1:8000/v1")
 """

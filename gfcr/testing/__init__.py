@@ -1,9 +1,10 @@
-"""Support for tests of gfcr and of code built on it: env contract checks and synthetic workloads.
+"""Support for tests of gfcr and of code built on it: env contract checks.
 
 - `contract.py`: the env contract as executable checks (`check_contract` and one `check_*` per
   rule), shared by gfcr's own tests, `gfcr check ENV_ID` and plugin authors' test suites.
-- `workloads.py`: synthetic workloads with a known ground truth (`BernoulliPrompts`, `ShopTools`),
-  for measuring the GFCR modules against the truth.
+
+The synthetic workloads that measure the GFCR modules are `gfcr.workloads`, beside those modules
+(their doctests use them).
 - `openenv_echo.py`: an env written with openenv's server classes alone (needs the `remote` extra).
 """
 

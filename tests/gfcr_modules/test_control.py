@@ -35,7 +35,7 @@ from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import ConfigError
 from gfcr.generate import build_tree, expand_groups, group_by_task, tree_advantages
-from gfcr.testing.workloads import BernoulliPrompts
+from gfcr.workloads import BernoulliPrompts
 
 
 def beta_pdf_grid(a: float, b: float, points: int = 200_001) -> tuple[np.ndarray, np.ndarray]:

@@ -163,7 +163,7 @@ def test_a_process_killed_mid_write_loses_nothing_it_committed(tmp_path: Path):
 def test_the_buffer_and_the_skill_library_run_on_postgresql(pg_url):
     """Any SQLAlchemy URL works: the same rules on a real PostgreSQL server (window functions, JSON)."""
     from gfcr.skills import SkillLibrary
-    from gfcr.testing.workloads import KINDS, ShopTools
+    from gfcr.workloads import KINDS, ShopTools
 
     buffer = ReplayBuffer(ReplayConfig(url=pg_url, max_per_task=2, max_staleness=1))
     buffer.store_many([attempt("q", str(v), float(v % 2), version=str(v)) for v in range(5)])

@@ -14,7 +14,7 @@ from gfcr.core.policy import Completion
 from gfcr.errors import ConfigError, ToolError
 from gfcr.generate import Guide, GuidedPolicy
 from gfcr.skills import Skill, SkillLibrary, extract_functions, extract_tool_sequence, skill_tool
-from gfcr.testing.workloads import KINDS, ShopTools
+from gfcr.workloads import KINDS, ShopTools
 
 
 def learn(library: SkillLibrary, family: ShopTools, tasks, attempts: int = 10) -> None:

@@ -12,7 +12,7 @@ torch.set_num_threads(1)  # a second thread mostly spin-waits on a shared 2-core
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
-    from gfcr.apps.tiny_model import write_tiny_model
+    from gfcr.agents.policies.tiny_model import write_tiny_model
 
     return write_tiny_model(tmp_path_factory.mktemp("tiny-model"), vocab_size=400, corpus_tasks=20)
 

@@ -15,7 +15,7 @@ from gfcr.trainers import Trainer
 
 @pytest.fixture(scope="module")
 def default_tiny_model(tmp_path_factory):
-    from gfcr.apps.tiny_model import write_tiny_model
+    from gfcr.agents.policies.tiny_model import write_tiny_model
 
     return write_tiny_model(
         tmp_path_factory.mktemp("tiny-default")

@@ -14,7 +14,7 @@ agent's messages are its "user" turns). It ends the call with tau2-bench's token
   failures (`user_error`, `out_of_scope`), not agent failures; a reply that queued past the
   user's `admission` deadline fails the episode itself ("user queue timeout", `QueueTimeoutError`).
 
-Replies are cached by policy, sampling parameters and conversation (`gfcr.core.PolicyChat`): in
+Replies are cached by policy, sampling parameters and conversation (`gfcr.core.chat.PolicyChat`): in
 memory, and in a SQLite file if `cache_path` is given, so a rerun with the same seed asks the
 model nothing.
 """
@@ -55,14 +55,17 @@ _SCENARIO_FIELDS = (("persona", "Persona"), ("reason_for_call", "Reason for the 
 
 
 class LLMUser:
-    """A user simulator backed by any gfcr policy (an object, or a spec such as "hf:runs/tiny-model").
+    """A user simulator backed by any gfcr policy: an object, or a spec such as "hf:runs/tiny-model"
+    (built by `gfcr.registry.make_policy`, that is by `gfcr.agents.make_policy` once imported).
 
-    >>> from gfcr.agents import make_policy
+    >>> from gfcr.core.policy import Completion
     >>> from gfcr.envs.dialogue.data import load_domain
-    >>> user = LLMUser(make_policy("scripted:random"))
-    >>> turn = user.start(load_domain("retail").task("retail/0"), seed=1)
-    >>> isinstance(turn.text, str)
-    True
+    >>> class Customer:  # any Policy; this one always says the same
+    ...     name, version = "customer", "1"
+    ...     def generate(self, requests):
+    ...         return [Completion("I want to return an order.") for _ in requests]
+    >>> LLMUser(Customer()).start(load_domain("retail").task("retail/0"), seed=1).text
+    'I want to return an order.'
     """
 
     def __init__(

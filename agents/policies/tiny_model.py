@@ -1,4 +1,4 @@
-"""`gfcr tiny-model DIR`: a small randomly initialised chat model with a locally trained tokenizer.
+"""A small randomly initialised chat model with a locally trained tokenizer (`gfcr tiny-model DIR`).
 
 No weights can be downloaded here, so demos and tests use a Qwen2-style model (about 0.14 M
 parameters by default) whose byte-level BPE tokenizer is trained on gfcr's own math prompts, with
