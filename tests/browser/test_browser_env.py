@@ -11,6 +11,7 @@ import gfcr  # noqa: F401  (registers the envs)
 from gfcr.core import Action, Message, ToolCall
 from gfcr.envs.browser import BrowserEnv
 from gfcr.envs.browser.miniwob import miniwob_pages
+from gfcr.envs.browser.server import loopback_server
 from gfcr.envs.browser.snapshot import PageView
 
 
@@ -177,6 +178,21 @@ def test_answer_ends_the_episode_and_is_judged_by_the_app(env):
     env.reset(options={"task_id": "shop/0"})  # a purchase: only an order on the server counts
     obs, reward, terminated, *_ = env.step('answer("Done, I bought it.")')
     assert terminated and reward == 0.0 and "no order was placed" in obs
+
+
+def test_an_app_episode_s_session_goes_with_the_episode(env):
+    """The app's server-side session is the episode's own: it goes when a step ends the episode
+    (or a reset comes mid-episode), though the tab stays for the next episode to recycle."""
+    sessions = loopback_server().sessions
+    env.reset(options={"task_id": "shop/3"})
+    session = env.unwrapped._episode.tab.session
+    assert session in sessions
+    env.step('answer("Blue Kite")')
+    assert session not in sessions and env.unwrapped._episode.tab is not None
+    env.reset(options={"task_id": "shop/3"})
+    session = env.unwrapped._episode.tab.session
+    env.reset(options={"task_id": "miniwob/click-test/0"})
+    assert session not in sessions
 
 
 def test_a_dialog_is_accepted_and_reported(env):
