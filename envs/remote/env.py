@@ -34,6 +34,7 @@ import gymnasium as gym
 import httpx
 
 from gfcr.core import Action, Message, Task
+from gfcr.envs.base import DEFAULT_MAX_ACTION_CHARS, DEFAULT_MAX_OBSERVATION_CHARS
 from gfcr.envs.remote.session import Session
 from gfcr.envs.remote.tasks import remote_tasks
 from gfcr.envs.remote.wire import (
@@ -73,8 +74,8 @@ class RemoteEnv(gym.Env[str, str]):
         retries: int = 3,
         connect_timeout_s: float = 10.0,
         message_timeout_s: float = 300.0,
-        max_action_chars: int = 32_768,
-        max_observation_chars: int = 65_536,
+        max_action_chars: int = DEFAULT_MAX_ACTION_CHARS,
+        max_observation_chars: int = DEFAULT_MAX_OBSERVATION_CHARS,
         render_mode: str | None = None,
     ) -> None:
         url = url or os.environ.get(URL_VARIABLE)
