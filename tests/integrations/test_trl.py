@@ -277,13 +277,37 @@ def test_rollout_func_refuses_a_controller_that_changes_the_groups(tiny_model, t
 # -- the examples --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("example", ["trl_environment_factory.py", "trl_rollout_func.py"])
-def test_example_runs(example, tiny_model, tmp_path):
-    command = [sys.executable, str(ROOT / "examples" / example), "--model", str(tiny_model)]
+@pytest.mark.parametrize(
+    ("example", "env_args", "tasks"),
+    [
+        # one task in the env: both of the step's prompts are it
+        ("trl_environment_factory.py", ["-e", "num_tasks=1"], "tasks tooluse/0, tooluse/0"),
+        # reasoning-gym's generator, as in the SmolLM2 command of the example's docstring
+        ("trl_rollout_func.py", ["--env", "gfcr/Math-v0", "-e", "dataset=reasoning_gym",
+                                 "-e", 'generators=["chain_sum"]', "-e", "size=50"], "tasks rg/chain_sum/"),
+    ],
+)  # fmt: skip
+def test_example_runs_with_the_env_keywords_given(example, env_args, tasks, tiny_model, tmp_path):
+    command = [sys.executable, str(ROOT / "examples" / example), "--model", str(tiny_model), *env_args]
     command += ["--out", str(tmp_path), "--steps", "1"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "step 1" in done.stdout
+    assert tasks in done.stdout and "step 1: reward" in done.stdout and "grad norm" in done.stdout
+
+
+def test_a_group_with_a_reward_spread_gives_a_gradient(tiny_model, tmp_path):
+    """GRPO learns only from groups whose rewards differ: with a spread in every group (the oracle on
+    even seeds, junk on odd ones), TRL logs a non-zero reward std and grad norm, and the weights move."""
+    tasks = set(gfcr_trl.dataset(ENV, n=2, **KWARGS)["task_id"])
+    rollout = gfcr_trl.rollout_func(ENV, SpreadOracle(tiny_model, tasks), **KWARGS)
+    trainer = grpo_trainer(tiny_model, tmp_path, rollout_func=rollout, reward_funcs=gfcr_trl.env_reward)
+    before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
+    trainer.train()
+    rewards = [t.total_reward for t in rollout.last_result.trajectories]
+    assert sorted(rewards) == [0.0, 0.0, 1.0, 1.0]
+    assert logged(trainer, "reward_std") > 0 and logged(trainer, "frac_reward_zero_std") == 0.0
+    assert logged(trainer, "grad_norm") > 0
+    assert any(not p.detach().equal(before[name]) for name, p in trainer.model.named_parameters())
 
 
 def test_grpo_trainer_through_a_remote_env(tiny_model, tmp_path, tooluse_gold_server, monkeypatch):
