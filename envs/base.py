@@ -2,12 +2,11 @@
 
 A subclass supplies its tasks and tools and implements `respond(action) -> Outcome`, plus the
 hooks of the episode's lifecycle it needs (below); the base class does everything the contract
-requires of every env: task choice by seed or
-`options={"task_id": ...}`, tool-call parsing, tool dispatch, turn and length limits, each step's
-budget for tool calls (`max_tool_calls`, `step_time_s`: see `gfcr.envs.budget`), clear error
-observations for malformed actions (never an exception), and the `info` keys
-(`task`, `messages`, `tools` on reset; `messages`, `signals` on step, and `state` where the
-env records its final state for an offline verifier).
+requires of every env: task choice by seed or `options={"task_id": ...}`, tool-call parsing,
+tool dispatch, turn and length limits, each step's budget for tool calls (`max_tool_calls`,
+`step_time_s`: see `gfcr.envs.budget`), clear error observations for malformed actions (never an
+exception), and the `info` keys (`task`, `messages`, `tools` on reset; `messages`, `signals` on
+step, and `state` where the env records its final state for an offline verifier).
 
 Rewards: whatever `respond` returns; 0.0 for any action the env cannot use (wrong type, too long,
 malformed tool call, a step after the end) — such steps set `format_ok` to False. A step whose
@@ -174,11 +173,11 @@ class TextEnv(gym.Env[str, str]):
             self._episode_open = True
             self.begin_episode(task)
             prompt = self._clip(self.render_prompt(task))
+            self.messages = self._prompt_messages(self.system_prompt_for(task), prompt)
         except BaseException:
             self._end_episode()
             self.task = None  # no episode: step() asks for a reset
             raise
-        self.messages = self._prompt_messages(self.system_prompt_for(task), prompt)
         info = {
             **self.extra_info(),
             "task": task,
