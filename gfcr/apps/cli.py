@@ -601,7 +601,7 @@ def serve_env(
     wheelhouse: Annotated[
         Path | None,
         typer.Option(
-            help="The image installs gfcr from these wheels (`pip wheel 'gfcr[remote]' pip -w DIR`).",
+            help="The image installs gfcr from the wheels in DIR, with no index (builds without network).",
             rich_help_panel="Deployment",
         ),
     ] = None,

@@ -75,10 +75,11 @@ def write_deployment(
             f"a deployment sets --host, --port and --token itself, got {refused}: the image listens on "
             "0.0.0.0:$PORT and reads its token from GFCR_SERVE_TOKEN when the container starts"
         )
+    wheels = None if wheelhouse is None else _wheels(Path(wheelhouse))  # refused before anything is written
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     install = [f"gfcr[remote]=={__version__}", *requirements]
-    steps = _from_index(install) if wheelhouse is None else _from_wheels(install, directory, Path(wheelhouse))
+    steps = _from_index(install) if wheels is None else _from_wheels(install, directory, wheels)
     command = f'exec gfcr serve-env {shlex.join([env_id, *arguments])} --host 0.0.0.0 --port "$PORT"'
     files = {
         "Dockerfile": _dockerfile(env_id, steps, port, command),
@@ -104,16 +105,23 @@ def _from_index(install: list[str]) -> str:
     return f"RUN python3 -m venv {VENV} \\\n && {VENV}/bin/pip install --no-cache-dir {shlex.join(install)}\n"
 
 
-def _from_wheels(install: list[str], directory: Path, wheelhouse: Path) -> str:
-    """The install steps: `install` from the wheels of `wheelhouse`, copied to `directory/wheels`."""
+def _wheels(wheelhouse: Path) -> list[Path]:
+    """The wheels of `wheelhouse`, which must hold gfcr's (this version) and pip's."""
     wheels = sorted(wheelhouse.glob("*.whl"))
-    pips = [w for w in wheels if w.name.startswith("pip-")]
-    if not any(w.name.startswith(f"gfcr-{__version__}-") for w in wheels) or not pips:
-        names = ", ".join(w.name for w in wheels[:5]) or "none"
+    names = [w.name for w in wheels]
+    needed = (f"gfcr-{__version__}-", "pip-")
+    if not all(any(n.startswith(prefix) for n in names) for prefix in needed):
+        shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
         raise ConfigError(
             f"the wheelhouse {wheelhouse} needs a wheel of gfcr {__version__} and one of pip (it holds "
-            f"{len(wheels)} wheels: {names}{', ...' if len(wheels) > 5 else ''}): {WHEELS_HELP}"
+            f"{len(names)} wheels: {shown or 'none'}): {WHEELS_HELP}"
         )
+    return wheels
+
+
+def _from_wheels(install: list[str], directory: Path, wheels: list[Path]) -> str:
+    """The install steps: `install` from `wheels`, copied to `directory/wheels`."""
+    pips = [w for w in wheels if w.name.startswith("pip-")]
     target = directory / "wheels"
     shutil.rmtree(target, ignore_errors=True)  # a stale wheel of an earlier write would be installable
     target.mkdir()

@@ -85,7 +85,7 @@ def test_a_deployment_refuses_what_it_cannot_honour(tmp_path):
     (tmp_path / "wheels" / "numpy-2.0-cp311-cp311-linux_x86_64.whl").write_text("")
     with pytest.raises(gfcr.ConfigError, match=rf"needs a wheel of gfcr {__version__} and one of pip .*pip wheel"):
         write_deployment(tmp_path / "deploy", "gfcr/ToolUse-v0", wheelhouse=tmp_path / "wheels")
-    assert not (tmp_path / "deploy" / "Dockerfile").exists()
+    assert not (tmp_path / "deploy").exists()  # refused before anything is written
 
 
 def test_a_wheelhouse_is_copied_whole_and_replaces_the_last_one(tmp_path):
