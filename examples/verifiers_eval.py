@@ -6,6 +6,12 @@ Run from the verifiers venv (`bash scripts/setup_verifiers.sh` makes it), e.g. a
     .venv-verifiers/bin/python examples/verifiers_eval.py gfcr/ToolUse-v0 \\
         --base-url http://127.0.0.1:8000/v1 --model tiny -n 4 --max-tokens 32
 
+`-e KEY=VALUE` are the env's keywords, as in `gfcr run` (VALUE read as JSON where it can be).
+The same evaluation through verifiers' own command line (the `gfcr-verifiers` plugin):
+
+    .venv-verifiers/bin/vf-eval gfcr-verifiers --env.taskset.env-id gfcr/ToolUse-v0 \\
+        --client.base-url http://127.0.0.1:8000/v1 -m tiny -n 4 --sampling.max-tokens 32 --no-push
+
 Prints one JSON object: per rollout the gfcr task id, verifiers' reward (gfcr's, through the
 task's rubric), its metrics (the episode's signals), the turns, and any errors; then the mean.
 """
@@ -20,12 +26,13 @@ from typing import Any
 
 import verifiers.v1 as vf
 
+from gfcr.apps.options import parse_env_args
 from gfcr.integrations.verifiers import load_environment
 
 
 async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     """`args.num_tasks` episodes of the env's first tasks, `args.concurrency` at a time."""
-    env = load_environment(args.env_id, **json.loads(args.env_kwargs))
+    env = load_environment(args.env_id, **parse_env_args(args.env_arg))
     os.environ.setdefault("GFCR_VF_API_KEY", "EMPTY")  # local servers take any key
     client = vf.EvalClientConfig(base_url=args.base_url, api_key_var="GFCR_VF_API_KEY")
     sampling = vf.SamplingConfig(temperature=args.temperature, max_tokens=args.max_tokens)
@@ -61,7 +68,7 @@ def main() -> None:
     parser.add_argument("env_id", help="a gfcr env id, e.g. gfcr/ToolUse-v0 (see `gfcr list`)")
     parser.add_argument("--base-url", required=True, help="the server's OpenAI base URL, ending in /v1")
     parser.add_argument("--model", required=True, help="the model name the server serves")
-    parser.add_argument("--env-kwargs", default="{}", help="JSON keyword arguments of gymnasium.make")
+    parser.add_argument("-e", "--env-arg", action="append", default=[], help="env keyword KEY=VALUE")
     parser.add_argument("-n", "--num-tasks", type=int, default=4, help="episodes: the env's first N tasks")
     parser.add_argument("--concurrency", type=int, default=4, help="episodes in flight at once")
     parser.add_argument("--max-tokens", type=int, default=256, help="tokens per model turn")

@@ -16,21 +16,22 @@
 
 verifiers 0.4 pins mcp==2.0.0, which openenv refuses, so this module runs from its own venv:
 `bash scripts/setup_verifiers.sh`, then `.venv-verifiers/bin/python` (see
-examples/verifiers_eval.py). verifiers resolves tasksets and harnesses by plugin id; this module
-registers itself under the id `gfcr-verifiers` (module name `gfcr_verifiers`) on import.
+examples/verifiers_eval.py). verifiers resolves tasksets by plugin id, importing the top-level
+module the id names: `gfcr-verifiers` is the package examples/verifiers_taskset (`gfcr_verifiers`,
+installed by the setup script), which exports this module's env, taskset and harness, so that
+`vf-eval gfcr-verifiers --env.taskset.env-id gfcr/Math-v0 …` evaluates any gfcr env.
 
 >>> env = load_environment("gfcr/ToolUse-v0", num_tasks=3)
 >>> [task.data.task_id for task in env.taskset]
 ['tooluse/0', 'tooluse/1', 'tooluse/2']
->>> type(env).__name__, env.config.taskset.env_id
-('SingleAgentEnv', 'gfcr/ToolUse-v0')
+>>> type(env).__name__, env.config.taskset.env_id, env.config.agent.runtime.type
+('GfcrEnv', 'gfcr/ToolUse-v0', 'subprocess')
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -52,6 +53,8 @@ from gfcr.errors import ConfigError
 
 __all__ = [
     "TASKSET_ID",
+    "GfcrEnv",
+    "GfcrEnvConfig",
     "GfcrHarness",
     "GfcrHarnessConfig",
     "GfcrTask",
@@ -264,10 +267,28 @@ def replay_reward(task: GfcrTaskData, actions: list[Json]) -> float:
         env.close()
 
 
+class GfcrEnvConfig(vf.SingleAgentEnvConfig):  # type: ignore[misc]
+    """verifiers' single-agent env config, with the local subprocess runtime as the agent's default.
+
+    gfcr's harness plays the episode in process and runs no code of the model's, so it needs no
+    container; verifiers' own default runtime is a Prime sandbox, which needs a Prime account.
+    """
+
+    agent: vf.AgentConfig = vf.AgentConfig(runtime=vf.SubprocessConfig())
+
+
+# verifiers reads an env's config type from its `Env[Config]` base; SingleAgentEnv stays a base
+# so that what verifiers offers single-agent envs only (replay, GEPA) works on gfcr's too.
+class GfcrEnv(vf.SingleAgentEnv, vf.Env[GfcrEnvConfig]):  # type: ignore[misc]
+    """The verifiers env of the `gfcr-verifiers` plugin: one agent seat over a `GfcrTaskset`."""
+
+
 def load_environment(env_id: str, **kwargs: Any) -> vf.Env:
     """The verifiers `Env` whose rollouts are episodes of `gymnasium.make(env_id, **kwargs)`.
 
-    Runs the agent in verifiers' local subprocess runtime with gfcr's in-process harness;
+    The same env as `vf-eval gfcr-verifiers --env.taskset.env-id ENV_ID` (the installed plugin
+    `gfcr_verifiers`, examples/verifiers_taskset): a `GfcrEnv`, whose agent runs in verifiers'
+    local subprocess runtime with gfcr's in-process harness;
     evaluate it with `env.serving()` and `env.run_episode(task, vf.ModelContext(...))` (see
     examples/verifiers_eval.py). `kwargs` must be JSON-able: they travel on each task row.
 
@@ -281,12 +302,7 @@ def load_environment(env_id: str, **kwargs: Any) -> vf.Env:
         json.dumps(kwargs)
     except TypeError as e:
         raise ConfigError(f"env kwargs must be JSON-able (they ride on each task row): {e}") from e
-    config = vf.resolve_env_config(
-        {
-            "taskset": {"id": TASKSET_ID, "env_id": env_id, "env_kwargs": kwargs},
-            "agent": {"runtime": {"type": "subprocess"}},
-        }
-    )
+    config = vf.resolve_env_config({"taskset": {"id": TASKSET_ID, "env_id": env_id, "env_kwargs": kwargs}})
     return vf.load_environment(config)
 
 
@@ -312,7 +328,3 @@ def _tool_call(call: Any, index: int) -> ToolCall:
 
 def _action_to_json(action: Action) -> Json:
     return {"text": action.text, "tool_calls": [call.to_dict() for call in action.tool_calls]}
-
-
-# verifiers imports tasksets and harnesses by plugin id (`gfcr-verifiers` -> `gfcr_verifiers`).
-sys.modules.setdefault(TASKSET_ID.replace("-", "_"), sys.modules[__name__])

@@ -70,14 +70,14 @@ def run_vf(*args: str, timeout: float = 120) -> dict:
 
 
 @pytest.mark.parametrize(
-    ("env_id", "num_tasks", "task_ids"),
+    ("env_id", "env_args", "num_tasks", "task_ids"),
     [
-        ("gfcr/ToolUse-v0", 3, ["tooluse/0", "tooluse/1", "tooluse/2"]),
-        ("gfcr/Math-v0", 2, ["mmath/AIME2024/0", "mmath/AIME2024/1"]),
+        ("gfcr/ToolUse-v0", [], 3, ["tooluse/0", "tooluse/1", "tooluse/2"]),
+        ("gfcr/Math-v0", ["-e", "split=AIME2025"], 2, ["mmath/AIME2025/0", "mmath/AIME2025/1"]),
     ],
 )
-def test_the_example_evaluates_a_gfcr_env_with_verifiers(base_url, env_id, num_tasks, task_ids):
-    result = run_vf(str(EXAMPLE), env_id, "--base-url", base_url, "--model", "tiny",
+def test_the_example_evaluates_a_gfcr_env_with_verifiers(base_url, env_id, env_args, num_tasks, task_ids):
+    result = run_vf(str(EXAMPLE), env_id, *env_args, "--base-url", base_url, "--model", "tiny",
                     "-n", str(num_tasks), "--max-tokens", "16")  # fmt: skip
     rollouts = result["rollouts"]
     assert [r["task_id"] for r in rollouts] == task_ids
@@ -90,6 +90,28 @@ def test_the_example_evaluates_a_gfcr_env_with_verifiers(base_url, env_id, num_t
         if any(action["tool_calls"] for action in r["actions"][:-1]):
             assert r["turns"] >= 2  # a tool call is answered, and the model speaks again
     assert result["mean_reward"] == sum(r["reward"] for r in rollouts) / num_tasks
+
+
+def test_vf_eval_runs_a_gfcr_env_through_the_installed_plugin(base_url, tmp_path):
+    """verifiers' own command line: `vf-eval gfcr-verifiers` imports the installed `gfcr_verifiers`
+    package (examples/verifiers_taskset), its env defaults to the local runtime (no Prime account),
+    and the taskset's env id and keywords come from the command line."""
+    command = [str(VF_PYTHON.parent / "vf-eval"), "gfcr-verifiers", "--env.taskset.env-id", "gfcr/Math-v0",
+               "--env.taskset.env-kwargs", '{"split": "AIME2025"}', "-m", "tiny", "--client.base-url", base_url,
+               "--sampling.max-tokens", "16", "-n", "2", "--no-push", "--no-rich", "-o", str(tmp_path)]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-4000:]
+    [traces] = tmp_path.glob("*/traces.jsonl")
+    episodes = [json.loads(line) for line in traces.read_text().splitlines()]
+    assert sorted(e["traces"][0]["info"]["gfcr"]["task_id"] for e in episodes) == [
+        "mmath/AIME2025/0",
+        "mmath/AIME2025/1",
+    ]
+    for episode in episodes:
+        trace = episode["traces"][0]
+        assert episode["ok"] and episode["errors"] == [] and trace["errors"] == [], episode
+        assert trace["rewards"]["gfcr_reward"]["score"] == trace["metrics"]["live_reward"]
+        assert len(trace["calls"]) == trace["metrics"]["turns"] >= 1  # every model call intercepted
 
 
 MULTI_TURN = """
