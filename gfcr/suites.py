@@ -263,7 +263,11 @@ def make_suite(name: str) -> Suite:
     """The suite called `name` (see `list_suites()`)."""
     _load_plugin_suites()
     if name not in _SUITES:
-        raise UnknownNameError("suite", name, list_suites(), hint="or give the path of a suite file (.toml)")
+        known = list_suites()
+        hint = "or give the path of a suite file (.toml)"
+        if not known:  # even gfcr's own are missing: its installed metadata predates them
+            hint += "; no named suite is installed (gfcr's own are entry points: reinstall gfcr)"
+        raise UnknownNameError("suite", name, known, hint=hint)
     return _SUITES[name]()
 
 

@@ -190,3 +190,20 @@ def test_gfcr_bench_runs_a_suite_file_and_records_its_version_and_fingerprint(tm
 def test_gfcr_bench_of_a_missing_suite_file_says_so(tmp_path):
     result = CliRunner().invoke(app, ["bench", str(tmp_path / "mine.toml"), "-a", "scripted:oracle"])
     assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_the_built_in_suites_are_the_envs_layers_entry_points():
+    from importlib.metadata import entry_points
+
+    declared = {ep.name: ep.value for ep in entry_points(group="gfcr.suites") if ep.value.startswith("gfcr.")}
+    assert declared["smoke"] == "gfcr.envs.suites:smoke"
+    assert set(declared) >= {"smoke", "math", "code", "sql", "dialogue", "browser", "swe"}
+
+
+def test_with_no_named_suite_installed_the_error_says_to_reinstall(monkeypatch):
+    from gfcr import suites
+
+    monkeypatch.setattr(suites, "_SUITES", {})
+    monkeypatch.setattr(suites, "_plugins_loaded", True)  # as if the metadata had no entry points
+    with pytest.raises(UnknownNameError, match="no named suite is installed .*reinstall gfcr"):
+        suites.make_suite("smoke")
