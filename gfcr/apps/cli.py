@@ -661,7 +661,9 @@ def serve_env(
 
 def _bench_tables(result: Any, k: int) -> tuple[Table, Table]:
     """The scores of each agent, and its episodes not solved by reason (a BenchResult's)."""
-    scores = Table(title=f"gfcr bench · {result.suite} · k={k}", title_justify="left", box=box.SIMPLE_HEAD)
+    described = [f"{r.agent} — {r.description}" for r in result.agents if r.description]
+    scores = Table(title=f"gfcr bench · {result.suite} · k={k}", title_justify="left", box=box.SIMPLE_HEAD,
+                   caption="\n".join(described) or None, caption_justify="left")  # fmt: skip
     per_k = [f"pass@{k}", f"pass^{k}"] if k > 1 else []  # with k=1 both equal pass@1
     seconds = ["policy s/ep", "env s/ep", "wait s/ep"]  # wait: the part of env s queued for shared resources
     columns = ["agent", "episodes", "pass@1", *per_k, "reward", "tok/ep", *seconds]

@@ -94,6 +94,19 @@ def write_pretrained(name: str, directory: str | Path) -> Path:
     return path
 
 
+def converted_model(directory: str | Path) -> PretrainedModel | None:
+    """The pretrained model `directory` holds as `write_pretrained` converted it, else None.
+
+    >>> converted_model("/nonexistent") is None
+    True
+    """
+    try:
+        recorded = json.loads((Path(directory) / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return MODELS.get(recorded.get("name")) if isinstance(recorded, dict) else None
+
+
 def gguf_path(model: PretrainedModel) -> Path:
     """The GGUF file in the installed package (found without importing it: its imports are heavy)."""
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
 import time
 from itertools import combinations
 from pathlib import Path
@@ -55,6 +56,9 @@ def test_bench_runs_agents_on_a_suite_prints_scores_and_writes_a_report(tmp_path
         and "pass^2" in result.output
         and f"report: {report}" in result.output
     )
+    shown = " ".join(result.output.split())  # the caption under the table wraps at its width
+    assert "scripted:oracle — gold answers from each task's data: the verifiers' upper bound" in shown
+    assert "scripted:random — junk text and broken tool calls" in shown
     results = json.loads((report / "results.json").read_text())
     oracle, junk = results["agents"]["scripted:oracle"], results["agents"]["scripted:random"]
     assert oracle["overall"]["pass_at"]["1"] == 1.0 and oracle["overall"]["pass_hat"]["2"] == 1.0
@@ -83,6 +87,9 @@ def test_bench_of_the_tiny_model_reports_its_tokens_and_keeps_token_data(tiny_mo
         assert t.cost.tokens_out == len(t.tokens.completion_ids) <= 12 and t.tokens.prompt_ids
     scores = json.loads((tmp_path / "results.json").read_text())["agents"][f"hf:{tiny_model}"]["overall"]
     assert 0 < scores["mean_tokens_out"] <= 12 and scores["episodes"] == 3
+    # the caption says what the model is: not a pretrained one, its size, dtype and device
+    shown = " ".join(result.output.split())
+    assert re.search(rf"hf:{tiny_model} — qwen2, 0\.\dM parameters, float32 on (cpu|cuda|mps)", shown), shown
 
 
 def test_bad_bench_input_gets_a_clear_error():

@@ -26,6 +26,7 @@ from gfcr.agents.runner import Runner, RunnerConfig
 from gfcr.agents.runner.env_host import EnvConfig
 from gfcr.agents.runner.specs import episodes_for_suite
 from gfcr.apps.bench.metrics import Scores, score
+from gfcr.apps.pretrained import converted_model
 from gfcr.core import Trajectory
 from gfcr.core.redact import redact
 from gfcr.errors import ConfigError, UnknownNameError
@@ -73,6 +74,7 @@ class AgentResult:
     trajectories: list[Trajectory]
     trajectories_path: Path
     seconds: float
+    description: str = ""  # what the agent is (`describe_agent`)
 
 
 @dataclass
@@ -137,6 +139,7 @@ def bench(
     results = []
     for number, agent_spec in enumerate(config.agents, 1):
         policy = make_policy(agent_spec)
+        description = describe_agent(policy)
         agent = redact(agent_spec)  # as the report names it: a spec's base URL may carry a key
         path = config.report_dir / "trajectories" / f"{_slug(agent)}.jsonl"
         which = f" (agent {number} of {len(config.agents)})" if len(config.agents) > 1 else ""
@@ -154,11 +157,37 @@ def bench(
             {(label, task): ts for label, tasks in by_entry.items() for task, ts in tasks.items()}, k
         )
         entries = {label: score(tasks, k) for label, tasks in by_entry.items()}
-        result = AgentResult(agent, overall, entries, run.trajectories, path, run.seconds)
+        result = AgentResult(agent, overall, entries, run.trajectories, path, run.seconds, description)
         results.append(result)
         if on_agent is not None:
             on_agent(result)
     return BenchResult(suite.name, results, labels, k, suite.version, suite.fingerprint())
+
+
+def describe_agent(policy: object) -> str:
+    """What an agent is, for the bench table: the policy's own `description`; for a local model
+    (`hf:`), which model (a `gfcr pretrained` one by name), its dtype and device; else "".
+
+    >>> from gfcr.agents import make_policy
+    >>> describe_agent(make_policy("scripted:oracle"))
+    "gold answers from each task's data: the verifiers' upper bound"
+    """
+    description = getattr(policy, "description", None)
+    if isinstance(description, str):
+        return description
+    model = getattr(policy, "model", None)
+    if not callable(getattr(model, "parameters", None)):
+        return ""
+    name = str(getattr(policy, "name", ""))
+    pretrained = converted_model(name.removeprefix("hf:")) if name.startswith("hf:") else None
+    if pretrained is not None:
+        what = f"{pretrained.summary}, pretrained"
+    else:
+        parameters = sum(p.numel() for p in model.parameters())  # type: ignore[union-attr]
+        kind = getattr(getattr(model, "config", None), "model_type", type(model).__name__)
+        what = f"{kind}, {parameters / 1e6:.1f}M parameters"
+    dtype = str(getattr(model, "dtype", "")).removeprefix("torch.")
+    return f"{what}, {dtype} on {getattr(policy, 'device', '?')}"
 
 
 def _slug(text: str) -> str:
