@@ -7,8 +7,9 @@
   `gfcr serve-env` command given (its env keywords, `--import`s and limits) on
   `0.0.0.0:$PORT`, with a `HEALTHCHECK` on `/health`. A bearer token is never written into the
   image: the server reads it from `GFCR_SERVE_TOKEN` when the container starts.
-- `openenv.yaml`: the OpenEnv manifest (name, version, port), so `openenv push DIR` can ship the
-  directory to a Hugging Face Space like any OpenEnv env; `README.md` says how to build and run it.
+- `openenv.yaml`: the OpenEnv manifest (name, version, port); with `README.md` (how to build and
+  run it, a Docker Space's front matter), `pyproject.toml`, `__init__.py` and `client.py` (the env's
+  typed client: gfcr's `GfcrEnvClient`) the directory is laid out as `openenv push DIR` expects.
 - `wheels/`, with `wheelhouse`: the wheels gfcr and its dependencies install from, with no package
   index, for build machines without network (made with `pip wheel 'gfcr[remote]' pip -w WHEELS`;
   pip runs from its own wheel, so the base image needs no pip). Without it the image installs
@@ -23,7 +24,7 @@ Python >= 3.11 and `useradd` (and `ensurepip` when installing from PyPI).
 ...     written = write_deployment(directory, "gfcr/ToolUse-v0", ["--env-arg", "num_tasks=5"])
 ...     command = Path(directory, "Dockerfile").read_text().splitlines()[-1]
 >>> [path.name for path in written]
-['Dockerfile', 'openenv.yaml', 'README.md']
+['Dockerfile', 'openenv.yaml', 'README.md', 'pyproject.toml', '__init__.py', 'client.py']
 >>> print(command.removeprefix("CMD "))
 ["sh", "-c", "exec gfcr serve-env gfcr/ToolUse-v0 --env-arg num_tasks=5 --host 0.0.0.0 --port \\"$PORT\\""]
 """
@@ -31,6 +32,7 @@ Python >= 3.11 and `useradd` (and `ensurepip` when installing from PyPI).
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 from collections.abc import Sequence
@@ -43,6 +45,12 @@ from gfcr.registry import list_envs
 from gfcr.version import __version__
 
 VENV = "/opt/gfcr"
+CLIENT = '''"""The typed client of {env_id} served by gfcr: gfcr's own (`pip install 'gfcr[remote]'`)."""
+
+from gfcr.remote import GfcrEnvClient, GfcrObservation, NativeToolCall, TextAction
+
+__all__ = ["GfcrEnvClient", "GfcrObservation", "NativeToolCall", "TextAction"]
+'''
 WHEELS_HELP = (
     "make it with `pip wheel 'gfcr[remote]' pip -w WHEELS` (in a checkout: `pip wheel '.[remote]' pip ...`)"
 )
@@ -85,6 +93,9 @@ def write_deployment(
         "Dockerfile": _dockerfile(env_id, steps, port, command),
         "openenv.yaml": _manifest(env_id, port),
         "README.md": _readme(env_id, port),
+        "pyproject.toml": _pyproject(env_id, install),
+        "__init__.py": f'"""{env_id} over OpenEnv."""\n\nfrom .client import *  # noqa: F403\n',
+        "client.py": CLIENT.format(env_id=env_id),
     }
     for name, text in files.items():
         (directory / name).write_text(text)
@@ -97,7 +108,7 @@ def image_name(env_id: str) -> str:
     >>> image_name("gfcr/ToolUse-v0")
     'gfcr-tooluse-v0'
     """
-    return env_id.lower().replace("/", "-").replace("_", "-")
+    return re.sub(r"[^a-z0-9]+", "-", env_id.lower()).strip("-")
 
 
 def _from_index(install: list[str]) -> str:
@@ -170,6 +181,27 @@ description: {json.dumps(description)}
 type: space
 runtime: fastapi
 port: {port}
+"""
+
+
+def _pyproject(env_id: str, install: list[str]) -> str:
+    """The env as an installable package (what `openenv push` ships): its client, gfcr's typed one."""
+    package = image_name(env_id).replace("-", "_")
+    return f"""\
+[build-system]
+requires = ["setuptools>=69"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "openenv-{image_name(env_id)}"
+version = {json.dumps(__version__)}
+description = {json.dumps(f"gfcr's {env_id} over the OpenEnv protocol")}
+requires-python = ">=3.11"
+dependencies = {json.dumps(install)}
+
+[tool.setuptools]
+packages = [{json.dumps(package)}]
+package-dir = {{ {json.dumps(package)} = "." }}
 """
 
 

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import gymnasium as gym
@@ -18,6 +19,8 @@ import yaml
 from typer.testing import CliRunner
 
 pytest.importorskip("openenv", reason="the remote extra is not installed: pip install -e '.[remote]'")
+
+from openenv.cli._cli_utils import validate_env_structure  # noqa: E402
 
 import gfcr  # noqa: E402
 from gfcr.apps.cli import app  # noqa: E402
@@ -74,6 +77,12 @@ def test_the_image_command_is_the_serve_env_command_with_its_plugin_keywords_and
     }  # fmt: skip
     front_matter = yaml.safe_load((deploy / "README.md").read_text().split("---")[1])
     assert front_matter["sdk"] == "docker" and front_matter["app_port"] == 9001  # a Hugging Face Docker Space
+    validate_env_structure(deploy)  # what `openenv push` checks first (it raises on a missing file)
+    client: dict = {}
+    exec((deploy / "client.py").read_text(), client)
+    assert client["GfcrEnvClient"] is GfcrEnvClient  # the env's typed client is gfcr's
+    dependencies = tomllib.loads((deploy / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert dependencies == [f"gfcr[remote]=={__version__}", "acme-echo==1.0"]
 
 
 def test_a_deployment_refuses_what_it_cannot_honour(tmp_path):
