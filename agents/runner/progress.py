@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Self
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -74,9 +75,11 @@ class ProgressDisplay:
                 console=self.console,
                 transient=True,
             )
-            self._task = self._bar.add_task(description, total=total, completed=completed, **self._fields())
+            self._task = self._bar.add_task(
+                description, total=total, completed=completed, results="", rates="", eta="–"
+            )
 
-    def __enter__(self) -> ProgressDisplay:
+    def __enter__(self) -> Self:
         self._started = time.perf_counter()
         if self._bar is not None:
             self._bar.start()
@@ -99,7 +102,8 @@ class ProgressDisplay:
         self.done += count
         self.resumed += count if resumed else 0
         if self._bar is not None:
-            self._bar.update(self._task, completed=self.done, **self._fields())
+            results, rates = "  ".join(self.results()), "  ".join(self.rates(self._elapsed()))
+            self._bar.update(self._task, completed=self.done, results=results, rates=rates, eta=self.eta())
         elif self.enabled and self.each_advance and not resumed:
             self._write_line()
 
@@ -130,10 +134,6 @@ class ProgressDisplay:
 
     def _elapsed(self) -> float:
         return max(time.perf_counter() - self._started, 1e-9)
-
-    def _fields(self) -> dict[str, str]:
-        return {"results": "  ".join(self.results()), "rates": "  ".join(self.rates(self._elapsed())),
-                "eta": self.eta()}  # fmt: skip
 
     def _tick(self) -> None:
         while not self._stop.wait(self.interval_s):

@@ -104,7 +104,7 @@ def converted_model(directory: str | Path) -> PretrainedModel | None:
         recorded = json.loads((Path(directory) / MARKER).read_text())
     except (OSError, ValueError):
         return None
-    return MODELS.get(recorded.get("name")) if isinstance(recorded, dict) else None
+    return MODELS.get(str(recorded.get("name"))) if isinstance(recorded, dict) else None
 
 
 def gguf_path(model: PretrainedModel) -> Path:
