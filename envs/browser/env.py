@@ -216,11 +216,10 @@ class BrowserEnv(TextEnv):
 
     def _perform(self, calls: list[ToolCall]) -> list[Message]:
         """Run the calls in order; stop at the first error or when the episode is over."""
-        results: list[Message] = []
+        episode, results = self._episode, list[Message]()
         for number, call in enumerate(calls):
             message = self.run_tools(Action("", (call,))).messages[0]  # type: ignore[index]
             results.append(message)
-            episode = self._episode
             failed = message.content.startswith("Error:") or episode.error is not None
             if number + 1 < len(calls) and (failed or episode.answer is not None or episode.judge().done):
                 why = "the error" if failed else "the end of the task"

@@ -142,9 +142,8 @@ class BrowserEpisode:
         """`info` entries of the page as it is now: `screenshot` (PNG bytes) and, with
         `set_of_marks`, the picture drawn over with the marks and `marks` (ref -> box); or
         `screenshot_error` if taking it failed; none while no page is open."""
-        if self.tab is None:
+        if (tab := self.tab) is None:
             return {}
-        tab = self.tab
         try:
             png, boxes = self._started()[0].run(capture(tab, set_of_marks), self.timeout_s())
         except Exception as e:  # a screenshot is extra: its failure must not fail the step
@@ -162,7 +161,7 @@ class BrowserEpisode:
         if host is not self.host:  # another process's host (after a fork), or none yet
             self.discard()
         self.host, self.site, self.task = host, site, task
-        self.goal, self.first_page, self.answer, self.error = "", "", None, None
+        self.goal, self.first_page, self.answer, self.error = "", "", None, None  # none of the last's
         self.goal, self.first_page = host.run(self._load(), self.timeout_s(4))
 
     async def _load(self) -> tuple[str, str]:
