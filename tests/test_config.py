@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from gfcr.agents import RunnerConfig, SamplingParams
-from gfcr.core.config import from_dict, settings, to_dict
+from gfcr.core.config import from_dict, setting, settings, to_dict
 from gfcr.errors import ConfigError
 
 
@@ -31,3 +33,22 @@ def test_bad_tables_are_errors_that_name_the_key_and_the_known_ones():
         from_dict(RunnerConfig, {"temperature": -1.0}, "runner")
     with pytest.raises(ConfigError, match=r"\[runner\] must be a table, got int"):
         from_dict(RunnerConfig, 3, "runner")  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _Eval:
+    episodes: int = setting(64, "Episodes per evaluation.")
+    every: int = setting(0, "Evaluate every N steps.")
+
+
+@dataclass(frozen=True)
+class _Train:
+    eval: _Eval = setting(default_factory=_Eval, help="Evaluation.", exclude=("episodes",))
+
+
+def test_a_sub_table_leaves_out_the_settings_its_parent_fills_in():
+    with pytest.raises(ConfigError, match=r"\[eval\]: unknown key 'episodes'"):
+        from_dict(_Train, {"eval": {"episodes": 8}})
+    assert from_dict(_Train, {"eval": {"every": 2}}).eval == _Eval(every=2)
+    assert to_dict(_Train()) == {"eval": {"every": 0}}
+    assert from_dict(_Train, to_dict(_Train(_Eval(every=3)))) == _Train(_Eval(every=3))

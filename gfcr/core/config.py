@@ -46,7 +46,9 @@ def setting(
     """A dataclass field with its help text as data (`field(..., metadata={"help": ...})`).
 
     `flatten=True` (for a nested config) puts that config's settings into its parent's table, less
-    those named in `exclude`; a name its parent already has is prefixed with the field's name.
+    those named in `exclude`; a name its parent already has is prefixed with the field's name. A
+    nested config that is not flattened is a sub-table, less those named in `exclude` too (settings
+    its parent fills in, e.g. from another section).
 
     >>> @dataclass(frozen=True)
     ... class Eval:
@@ -67,6 +69,7 @@ class Setting:
     type: Any  # the field's type, resolved (e.g. int | None)
     default: Any  # MISSING when the setting is required
     help: str
+    exclude: tuple[str, ...] = ()  # a sub-table's settings left out of it
 
 
 def settings(cls: type) -> list[Setting]:
@@ -97,7 +100,8 @@ def _settings(cls: type) -> tuple[Setting, ...]:
         if not f.init:
             continue
         if not f.metadata.get("flatten"):
-            found.append(Setting(f.name, (f.name,), types[f.name], _default(f), f.metadata.get("help", "")))
+            help_, exclude = f.metadata.get("help", ""), f.metadata.get("exclude", ())
+            found.append(Setting(f.name, (f.name,), types[f.name], _default(f), help_, exclude))
             continue
         base = _default(f)
         if base is MISSING:
@@ -113,7 +117,7 @@ def _settings(cls: type) -> tuple[Setting, ...]:
     return tuple(found)
 
 
-def from_dict(cls: type, data: Mapping[str, Any], where: str = TOP_LEVEL) -> Any:
+def from_dict(cls: type, data: Mapping[str, Any], where: str = TOP_LEVEL, exclude: Sequence[str] = ()) -> Any:
     """Config dataclass `cls` from its table `data`: flat keys (see `settings`), sub-tables for
     nested configs that are not flattened; lists become tuples where the field is a tuple.
 
@@ -131,7 +135,7 @@ def from_dict(cls: type, data: Mapping[str, Any], where: str = TOP_LEVEL) -> Any
     """
     if not isinstance(data, Mapping):
         raise ConfigError(f"[{where}] must be a table, got {type(data).__name__}")
-    table = {s.name: s for s in settings(cls)}
+    table = {s.name: s for s in settings(cls) if s.name not in exclude}
     values: dict[tuple[str, ...], Any] = {}
     for key, value in data.items():
         if key not in table:
@@ -139,7 +143,7 @@ def from_dict(cls: type, data: Mapping[str, Any], where: str = TOP_LEVEL) -> Any
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise ConfigError(f"[{where}]: unknown key {key!r}{hint} Known: {', '.join(sorted(table))}")
         s = table[key]
-        values[s.path] = _convert(value, s.type, key if where == TOP_LEVEL else f"{where}.{key}")
+        values[s.path] = _convert(value, s, key if where == TOP_LEVEL else f"{where}.{key}")
     for s in table.values():
         if s.default is MISSING and s.path not in values:
             what = f"section [{s.name}]" if _is_config(s.type) else f"key {s.name!r}"
@@ -147,7 +151,7 @@ def from_dict(cls: type, data: Mapping[str, Any], where: str = TOP_LEVEL) -> Any
     return _construct(cls, values, where, base=None)
 
 
-def to_dict(obj: Any) -> dict[str, Any]:
+def to_dict(obj: Any, exclude: Sequence[str] = ()) -> dict[str, Any]:
     """The table of config `obj`: the inverse of `from_dict` (sub-configs as nested dicts).
 
     >>> from gfcr.core.policy import SamplingParams
@@ -158,8 +162,10 @@ def to_dict(obj: Any) -> dict[str, Any]:
     """
     table: dict[str, Any] = {}
     for s in settings(type(obj)):
+        if s.name in exclude:
+            continue
         value = _get(obj, s.path)
-        table[s.name] = to_dict(value) if _is_config(type(value)) else copy.deepcopy(value)
+        table[s.name] = to_dict(value, s.exclude) if _is_config(type(value)) else copy.deepcopy(value)
     return table
 
 
@@ -186,10 +192,10 @@ def _construct(cls: type, values: dict[tuple[str, ...], Any], where: str, base: 
         raise ConfigError(f"[{where}] {e}") from e  # name the table the bad value came from
 
 
-def _convert(value: Any, type_: Any, where: str) -> Any:
-    if _is_config(type_) and isinstance(value, Mapping):
-        return from_dict(type_, value, where)
-    if isinstance(value, list) and _is_tuple(type_):
+def _convert(value: Any, s: Setting, where: str) -> Any:
+    if _is_config(s.type) and isinstance(value, Mapping):
+        return from_dict(s.type, value, where, s.exclude)
+    if isinstance(value, list) and _is_tuple(s.type):
         return tuple(value)
     return value
 
