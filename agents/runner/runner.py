@@ -499,7 +499,7 @@ class _Run:
 
     async def _play(self, work: _Work, key: str, episode: Episode) -> None:
         config = self.config
-        sampling = config.sampling
+        sampling = work.spec.sampling_params(config.sampling)  # Control may set it per episode
         if sampling.seed is None:
             sampling = replace(sampling, seed=work.spec.seed)
         while not episode.done:

@@ -1,7 +1,9 @@
 """What an episode is, before it runs: the env configuration, the task, the seed, the sample number.
 
 `EpisodeSpec` is what Control schedules and the runner plays; its `id` (a hash of its fields)
-becomes the trajectory id, so a resumed run knows what it already wrote.
+becomes the trajectory id, so a resumed run knows what it already wrote. Its `sampling`
+overrides some of the runner's `SamplingParams` for this episode alone (Control's per-prompt
+temperature, say); it is how the episode is sampled, not which episode it is, so not in its `id`.
 
 >>> spec = EpisodeSpec(EnvConfig("gfcr/Math-v0", {"split": "AIME2024"}), "mmath/AIME2024/0", seed=0)
 >>> spec.id == EpisodeSpec(EnvConfig("gfcr/Math-v0", {"split": "AIME2024"}), "mmath/AIME2024/0", 0).id
@@ -10,11 +12,15 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+
+from gfcr.core.policy import SamplingParams
+from gfcr.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -31,15 +37,38 @@ class EnvConfig:
         return json.dumps([self.env_id, self.kwargs], sort_keys=True, default=str)
 
 
-
 @dataclass(frozen=True)
 class EpisodeSpec:
-    """One episode to run: env configuration, task (None: the seed picks), seed, sample number."""
+    """One episode to run: env configuration, task (None: the seed picks), seed, sample number,
+    and `SamplingParams` fields that override the runner's for it.
+
+    >>> spec = EpisodeSpec(EnvConfig("gfcr/Math-v0"), "q", sampling={"temperature": 1.2})
+    >>> spec.sampling_params(SamplingParams(temperature=1.0, max_tokens=64))
+    SamplingParams(temperature=1.2, top_p=1.0, max_tokens=64, n=1, stop=(), seed=None)
+    >>> EpisodeSpec(EnvConfig("gfcr/Math-v0"), "q", sampling={"temprature": 1.2})
+    Traceback (most recent call last):
+    ...
+    gfcr.errors.ConfigError: EpisodeSpec sampling: unknown SamplingParams field 'temprature'; known: ...
+    """
 
     env: EnvConfig
     task_id: str | None = None
     seed: int | None = None
     sample: int = 0
+    sampling: dict[str, Any] = field(default_factory=dict)  # SamplingParams field -> value
+
+    def __post_init__(self) -> None:
+        known = sorted(f.name for f in dataclasses.fields(SamplingParams))
+        for name in self.sampling:
+            if name not in known:
+                raise ConfigError(
+                    f"EpisodeSpec sampling: unknown SamplingParams field {name!r}; known: {', '.join(known)}"
+                )
+        self.sampling_params(SamplingParams())  # a bad value fails here, not in the episode
+
+    def sampling_params(self, base: SamplingParams) -> SamplingParams:
+        """`base` (the runner's settings) with this episode's overrides."""
+        return dataclasses.replace(base, **self.sampling) if self.sampling else base
 
     @cached_property  # a frozen dataclass: computed once, stored in the instance's __dict__
     def id(self) -> str:

@@ -3,6 +3,7 @@ budgets, early stopping, and the controller driving the real runner."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from typing import ClassVar
@@ -30,7 +31,7 @@ from gfcr.control import (
     p_informative,
 )
 from gfcr.core import Action, Task
-from gfcr.core.policy import Completion
+from gfcr.core.policy import Completion, SamplingParams
 from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import ConfigError
@@ -321,3 +322,29 @@ def test_a_controller_loaded_from_its_state_dict_schedules_the_same(selector, th
             original.selector.p_easy,
             original.selector.p_hard,
         )
+
+
+class SamplingEcho:
+    """Answers "done" at once, and records the sampling settings of every request it gets."""
+
+    name, version = "test:echo", "1"
+
+    def __init__(self) -> None:
+        self.seen: dict[str, list] = {}
+
+    def generate(self, requests):
+        for r in requests:
+            self.seen.setdefault(r.task.id, []).append(r.sampling)
+        return [Completion("done") for _ in requests]
+
+
+def test_the_runner_samples_each_episode_with_its_specs_sampling_override():
+    policy = SamplingEcho()
+    hot, plain = count_specs()[:2]
+    hot = dataclasses.replace(hot, sampling={"temperature": 1.3, "max_tokens": 7})
+    config = RunnerConfig(concurrency=2, sampling=SamplingParams(temperature=0.7, max_tokens=32))
+    Runner(policy, config).run([hot, plain])
+    (got,), (default,) = policy.seen["n-1"], policy.seen["n-2"]
+    assert (got.temperature, got.max_tokens, got.top_p) == (1.3, 7, 1.0)  # the rest from the runner
+    assert (default.temperature, default.max_tokens) == (0.7, 32)
+    assert hot.id == dataclasses.replace(hot, sampling={}).id  # how it samples is not which episode it is
