@@ -3,7 +3,8 @@
 - Group sampling: `expand_groups` turns episode specs into K samples per prompt for the
   runner; `group_by_task` gathers the results back into groups.
 - Tree rollouts: `BranchAt` (branch live episodes at turn boundaries, through Control's
-  `after_step`), `build_tree` and `tree_advantages` (TreeRL, TreeRPO step values).
+  `after_step`), `build_tree` and `tree_advantages` (TreeRL, TreeRPO step values),
+  `build_token_tree` and `token_tree_advantages` (the same, per token, for the losses).
 - Guidance: `FewShot`, `Plan` and any `Guide` (a `gfcr.skills.SkillLibrary` too) injected
   into the prompt by `GuidedPolicy`.
 
@@ -14,7 +15,15 @@
 
 from gfcr.generate.groups import expand_groups, group_by_task
 from gfcr.generate.guidance import FewShot, Guide, GuidedPolicy, Plan, first_user_text, inject
-from gfcr.generate.tree import TREE_ESTIMATORS, BranchAt, Node, build_tree, tree_advantages
+from gfcr.generate.tree import (
+    TREE_ESTIMATORS,
+    BranchAt,
+    Node,
+    build_token_tree,
+    build_tree,
+    token_tree_advantages,
+    tree_advantages,
+)
 
 __all__ = [
     "TREE_ESTIMATORS",
@@ -24,10 +33,12 @@ __all__ = [
     "GuidedPolicy",
     "Node",
     "Plan",
+    "build_token_tree",
     "build_tree",
     "expand_groups",
     "first_user_text",
     "group_by_task",
     "inject",
+    "token_tree_advantages",
     "tree_advantages",
 ]
