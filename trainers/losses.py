@@ -1,9 +1,11 @@
 """Policy-gradient losses of the GRPO family, on padded (B, T) token tensors.
 
 Every loss is a clipped surrogate of the importance ratio r = π_θ / π_old times the advantage
-A (one per sequence, from Filter's `group_advantages`), summed over the loss-masked tokens and
-divided by a normaliser that is a property of the *whole* accumulated batch (`BatchTotals`). So
-the loss of a batch is exactly the sum of the losses of its micro-batches, however it is split.
+A, summed over the loss-masked tokens and divided by a normaliser that is a property of the
+*whole* accumulated batch (`BatchTotals`). So the loss of a batch is exactly the sum of the
+losses of its micro-batches, however it is split. Advantages come per token, (B, T) (tree
+estimators: `gfcr.generate.token_tree_advantages`), or per sequence, (B,) (Filter's
+`group_advantages`), which is the same as broadcasting them to every token.
 
 - "grpo" (Shao et al. 2024, DeepSeekMath eq. 3): per-sequence token mean, then mean over sequences.
 - "dr_grpo" (Liu et al. 2025, "Understanding R1-Zero-Like Training", §3.2): token sum over a
@@ -11,7 +13,8 @@ the loss of a batch is exactly the sum of the losses of its micro-batches, howev
 - "dapo" (Yu et al. 2025, DAPO eq. 8): token sum over the batch's total loss tokens, with
   clip-higher (ε_low < ε_high).
 - "gspo" (Zheng et al. 2025, GSPO eq. 5-7): one length-normalised ratio per sequence,
-  s_i = exp(mean_t log r_it), clipped at the sequence level, mean over sequences.
+  s_i = exp(mean_t log r_it), clipped at the sequence level, mean over sequences. It multiplies
+  one advantage per sequence: with per-token advantages, the loss-masked mean of the sequence's.
 
 The optional KL penalty to a reference policy uses Schulman's k3 estimator,
 k3 = π_ref/π_θ − log(π_ref/π_θ) − 1 (unbiased, always ≥ 0), reduced like the policy term.
@@ -83,13 +86,20 @@ def policy_loss(
     beta: float = 0.0,
 ) -> LossOutput:
     """The loss of one micro-batch. Shapes: logprobs, old_logprobs, loss_mask, ref_logprobs (B, T);
-    advantages (B,).
+    advantages (B, T), one per token, aligned with loss_mask, or (B,), one per sequence, broadcast
+    to its tokens (the same loss, bit for bit). GSPO's sequence ratio multiplies the sequence's
+    advantage: with (B, T) advantages, the loss-masked mean of the row (which is the sequence's
+    advantage when it was broadcast).
 
     >>> lp = torch.zeros(2, 3, requires_grad=True)
-    >>> out = policy_loss("dapo", lp, torch.zeros(2, 3), torch.tensor([1.0, -1.0]),
-    ...                   torch.tensor([[1, 1, 0], [1, 0, 0]]), BatchTotals(2, 3))
+    >>> mask, totals = torch.tensor([[1, 1, 0], [1, 0, 0]]), BatchTotals(2, 3)
+    >>> out = policy_loss("dapo", lp, torch.zeros(2, 3), torch.tensor([1.0, -1.0]), mask, totals)
     >>> out.loss.backward(); (lp.grad * 3).round().tolist()  # ratio 1: -A / (total tokens) per loss token
     [[-1.0, -1.0, -0.0], [1.0, 0.0, 0.0]]
+    >>> per_token = torch.tensor([[1.0, 2.0, 5.0], [-1.0, 3.0, 3.0]])  # e.g. a tree's; 5, 3, 3: mask 0
+    >>> lp.grad = None; policy_loss("dapo", lp, torch.zeros(2, 3), per_token, mask, totals).loss.backward()
+    >>> (lp.grad * 3).round().tolist()
+    [[-1.0, -2.0, -0.0], [1.0, -0.0, -0.0]]
     """
     if name not in LOSSES:
         raise UnknownNameError("loss", name, LOSSES)
@@ -98,18 +108,25 @@ def policy_loss(
             f"logprobs {tuple(logprobs.shape)}, old_logprobs {tuple(old_logprobs.shape)} and loss_mask "
             f"{tuple(loss_mask.shape)} must have the same (B, T) shape"
         )
+    if advantages.shape not in (logprobs.shape, logprobs.shape[:1]):
+        raise ConfigError(
+            f"advantages {tuple(advantages.shape)} must be (B, T) like logprobs {tuple(logprobs.shape)}, "
+            f"one per token, or (B,) = ({logprobs.shape[0]},), one per sequence"
+        )
+    per_token = advantages.dim() == 2
     mask = loss_mask.to(logprobs.dtype)  # (B, T)
     log_ratio = ((logprobs - old_logprobs) * mask).clamp(-MAX_LOG_RATIO, MAX_LOG_RATIO)  # (B, T)
     low, high = 1.0 - epsilon_low, 1.0 + epsilon_high
     if name == "gspo":
         lengths = mask.sum(1).clamp(min=1.0)  # (B,)
         ratio = torch.exp(log_ratio.sum(1) / lengths)  # (B,) s_i, the sequence-level ratio
-        surrogate = torch.minimum(ratio * advantages, ratio.clamp(low, high) * advantages)  # (B,)
+        a = (advantages * mask).sum(1) / lengths if per_token else advantages  # (B,)
+        surrogate = torch.minimum(ratio * a, ratio.clamp(low, high) * a)  # (B,)
         policy = -surrogate.sum() / totals.sequences
-        clipped = float((clip_active(ratio, advantages, low, high).to(mask.dtype) * mask.sum(1)).sum())
+        clipped = float((clip_active(ratio, a, low, high).to(mask.dtype) * mask.sum(1)).sum())
     else:
         ratio = torch.exp(log_ratio)  # (B, T)
-        a = advantages[:, None]  # (B, 1)
+        a = advantages if per_token else advantages[:, None]  # (B, T) or (B, 1)
         per_token = -torch.minimum(ratio * a, ratio.clamp(low, high) * a)  # (B, T)
         policy = reduce_tokens(name, per_token, mask, totals)
         clipped = float((clip_active(ratio, a, low, high).to(mask.dtype) * mask).sum())

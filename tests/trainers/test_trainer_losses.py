@@ -1,5 +1,6 @@
-"""Each loss against an independent NumPy implementation of its paper's formula, and the
-gradient invariants every policy-gradient loss must keep."""
+"""Each loss against an independent NumPy implementation of its paper's formula, with one
+advantage per sequence (B,) or per token (B, T), and the gradient invariants every
+policy-gradient loss must keep."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from gfcr.errors import ConfigError
 from gfcr.filter import group_advantages
 from gfcr.trainers.losses import LOSSES, BatchTotals, policy_loss, reduce_tokens
 
@@ -15,7 +17,8 @@ EPS = {"grpo": (0.2, 0.2), "dr_grpo": (0.2, 0.2), "dapo": (0.2, 0.28), "gspo": (
 
 
 def reference_loss(name, logp, old, adv, mask, max_tokens, ref=None, beta=0.0, eps=(0.2, 0.2)):
-    """The papers' objectives, written sequence by sequence with plain NumPy loops."""
+    """The papers' objectives, written sequence by sequence with plain NumPy loops; `adv` is one
+    advantage per sequence (B,) or per token (B, T)."""
     low, high = 1 - eps[0], 1 + eps[1]
     num_seq, total_tokens = logp.shape[0], mask.sum()
     policy, kl = 0.0, 0.0
@@ -24,12 +27,14 @@ def reference_loss(name, logp, old, adv, mask, max_tokens, ref=None, beta=0.0, e
         n = len(tokens)
         if name == "gspo":  # s_i = (π/π_old)^(1/|y|), clipped per sequence (GSPO eq. 7)
             s = np.exp(np.mean(logp[i, tokens] - old[i, tokens])) if n else 1.0
-            policy -= min(s * adv[i], np.clip(s, low, high) * adv[i]) / num_seq
+            a = adv[i, tokens].mean() if adv.ndim == 2 else adv[i]  # the sequence's advantage
+            policy -= min(s * a, np.clip(s, low, high) * a) / num_seq
         else:
             terms = []
             for t in tokens:
                 r = np.exp(logp[i, t] - old[i, t])
-                terms.append(min(r * adv[i], np.clip(r, low, high) * adv[i]))
+                a = adv[i, t] if adv.ndim == 2 else adv[i]
+                terms.append(min(r * a, np.clip(r, low, high) * a))
             terms = np.array(terms)
             if name == "grpo":  # 1/G Σ_i 1/|o_i| Σ_t
                 policy -= terms.sum() / max(n, 1) / num_seq
@@ -49,14 +54,14 @@ def reference_loss(name, logp, old, adv, mask, max_tokens, ref=None, beta=0.0, e
     return policy + beta * kl, policy, kl
 
 
-def random_batch(seed, batch=6, length=9, spread=0.3):
+def random_batch(seed, batch=6, length=9, spread=0.3, per_token=False):
     rng = np.random.default_rng(seed)
     logp = -rng.uniform(0.1, 3.0, (batch, length))
     old = logp + rng.normal(0, spread, (batch, length))
     ref = logp + rng.normal(0, spread, (batch, length))
     mask = (rng.uniform(size=(batch, length)) < 0.7).astype(np.float64)
     mask[:, 0] = 1  # every sequence has a loss token
-    adv = rng.normal(0, 1, batch)
+    adv = rng.normal(0, 1, (batch, length) if per_token else batch)
     return logp, old, ref, mask, adv
 
 
@@ -84,8 +89,9 @@ def torch_loss(name, logp, old, adv, mask, ref=None, beta=0.0, max_tokens=16, to
 @pytest.mark.parametrize("name", LOSSES)
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("beta", [0.0, 0.1])
-def test_loss_matches_numpy_reference(name, seed, beta):
-    logp, old, ref, mask, adv = random_batch(seed)
+@pytest.mark.parametrize("per_token", [False, True])
+def test_loss_matches_numpy_reference(name, seed, beta, per_token):
+    logp, old, ref, mask, adv = random_batch(seed, per_token=per_token)
     out, _ = torch_loss(name, logp, old, adv, mask, ref=ref, beta=beta)
     expected, policy, kl = reference_loss(name, logp, old, adv, mask, 16, ref=ref, beta=beta, eps=EPS[name])
     assert float(out.loss.detach()) == pytest.approx(expected, rel=1e-9, abs=1e-12)
@@ -95,11 +101,36 @@ def test_loss_matches_numpy_reference(name, seed, beta):
 
 
 @pytest.mark.parametrize("name", LOSSES)
-def test_clipping_is_active_in_the_random_batches(name):
+@pytest.mark.parametrize("per_token", [False, True])
+def test_clipping_is_active_in_the_random_batches(name, per_token):
     """The reference comparison above is only meaningful if the clip actually binds sometimes."""
-    logp, old, _, mask, adv = random_batch(0, spread=1.0)
+    logp, old, _, mask, adv = random_batch(0, spread=1.0, per_token=per_token)
     out, _ = torch_loss(name, logp, old, adv, mask)
     assert out.clipped_tokens > 0
+
+
+@pytest.mark.parametrize("name", LOSSES)
+@pytest.mark.parametrize("beta", [0.0, 0.1])
+def test_a_sequence_advantage_broadcast_to_its_tokens_gives_the_same_loss_and_gradient(name, beta):
+    logp, old, ref, mask, adv = random_batch(5, spread=1.0)
+    out, grad = torch_loss(name, logp, old, adv, mask, ref=ref, beta=beta)
+    wide, wide_grad = torch_loss(
+        name, logp, old, np.repeat(adv[:, None], 9, axis=1), mask, ref=ref, beta=beta
+    )
+    if name == "gspo":  # its masked mean of n equal advantages may differ from them in the last bit
+        assert float(wide.loss.detach()) == pytest.approx(float(out.loss.detach()), rel=1e-14)
+        np.testing.assert_allclose(wide_grad, grad, rtol=1e-14, atol=1e-16)
+    else:
+        assert float(wide.loss.detach()) == float(out.loss.detach())
+        np.testing.assert_array_equal(wide_grad, grad)
+    assert wide.clipped_tokens == out.clipped_tokens > 0
+
+
+def test_advantages_of_another_shape_are_an_error_that_names_both():
+    logp, mask = torch.zeros(2, 3), torch.ones(2, 3)
+    for bad in (torch.zeros(3), torch.zeros(2, 4), torch.zeros(2, 3, 1)):
+        with pytest.raises(ConfigError, match=r"advantages \(.*\) must be \(B, T\) like logprobs \(2, 3\)"):
+            policy_loss("grpo", logp, logp, bad, mask, BatchTotals(2, 6))
 
 
 @pytest.mark.parametrize("name", LOSSES)
@@ -135,25 +166,31 @@ def test_masked_tokens_get_zero_gradient_and_do_not_change_the_loss(name, beta):
 
 
 @pytest.mark.parametrize("name", LOSSES)
-def test_at_ratio_one_the_gradient_is_minus_advantage_times_grad_logprob(name):
+@pytest.mark.parametrize("per_token", [False, True])
+def test_at_ratio_one_the_gradient_is_minus_advantage_times_grad_logprob(name, per_token):
     """On-policy (π = π_old) every surrogate's gradient is the REINFORCE one, −A·∇log π, times the
-    loss's token weight."""
-    logp, _, _, mask, adv = random_batch(3)
+    loss's token weight (GSPO: A is the sequence's, the masked mean of its tokens')."""
+    logp, _, _, mask, adv = random_batch(3, per_token=per_token)
     _, grad = torch_loss(name, logp, logp.copy(), adv, mask, max_tokens=16)
     lengths = mask.sum(1, keepdims=True)
+    num_seq = logp.shape[0]
     weight = {
-        "grpo": mask / lengths / len(adv),
-        "gspo": mask / lengths / len(adv),
-        "dr_grpo": mask / (len(adv) * 16),
+        "grpo": mask / lengths / num_seq,
+        "gspo": mask / lengths / num_seq,
+        "dr_grpo": mask / (num_seq * 16),
         "dapo": mask / mask.sum(),
     }[name]
-    np.testing.assert_allclose(grad, -adv[:, None] * weight, rtol=1e-12, atol=1e-15)
+    a = adv if per_token else adv[:, None]
+    if name == "gspo" and per_token:
+        a = (adv * mask).sum(1, keepdims=True) / lengths
+    np.testing.assert_allclose(grad, -a * weight, rtol=1e-12, atol=1e-15)
 
 
 @pytest.mark.parametrize("name", LOSSES)
-def test_split_into_micro_batches_sums_to_the_whole_batch(name):
+@pytest.mark.parametrize("per_token", [False, True])
+def test_split_into_micro_batches_sums_to_the_whole_batch(name, per_token):
     """Losses and gradients of micro-batches, with the whole batch's totals, add up to the batch's."""
-    logp, old, ref, mask, adv = random_batch(4, batch=8)
+    logp, old, ref, mask, adv = random_batch(4, batch=8, per_token=per_token)
     totals = BatchTotals(8, int(mask.sum()), 16)
     whole, whole_grad = torch_loss(name, logp, old, adv, mask, ref=ref, beta=0.1, totals=totals)
     parts, grads = 0.0, []
