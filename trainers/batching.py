@@ -5,10 +5,14 @@ policy produced them, and its loss mask is the trajectory's (1 on sampled tokens
 prompt and on observation tokens between turns), so observations are never trained on and
 nothing is re-tokenized. The old logprobs for the importance ratio are the rollout's; a
 replayed sample (from an older policy version) brings its own stored ones.
+
+Advantages are per token: a group estimator's one per sequence is broadcast to the sequence's
+sampled tokens, a tree estimator gives each token its tree node's (`token_tree_advantages`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,8 +20,11 @@ from typing import Any
 import torch
 
 from gfcr.core import Trajectory
-from gfcr.errors import DataError
-from gfcr.filter import group_advantages
+from gfcr.errors import DataError, UnknownNameError
+from gfcr.filter import ADVANTAGE_ESTIMATORS, group_advantages
+from gfcr.generate import TREE_ESTIMATORS, token_tree_advantages
+
+ESTIMATORS = (*ADVANTAGE_ESTIMATORS, *TREE_ESTIMATORS)  # what `samples_from_groups` takes
 
 
 @dataclass(frozen=True)
@@ -27,24 +34,45 @@ class Sample:
     input_ids: list[int]
     loss_mask: list[int]  # 1 where the policy sampled the token
     old_logprobs: list[float]  # the sampling policy's logprob of each token (0.0 where mask is 0)
-    advantage: float
+    advantages: list[float]  # each token's advantage (0.0 where mask is 0)
     reward: float = 0.0
     replayed: bool = False  # from the replay buffer (an older policy's tokens and logprobs)
+
+    def __post_init__(self) -> None:
+        lengths = {len(self.input_ids), len(self.loss_mask), len(self.old_logprobs), len(self.advantages)}
+        if len(lengths) != 1:
+            raise DataError(
+                f"sample lengths differ: input_ids {len(self.input_ids)}, loss_mask {len(self.loss_mask)}, "
+                f"old_logprobs {len(self.old_logprobs)}, advantages {len(self.advantages)}; they must be "
+                "equal"
+            )
 
     @property
     def num_loss_tokens(self) -> int:
         return sum(self.loss_mask)
 
+    @property
+    def advantage(self) -> float:
+        """The sequence's advantage: the mean over its loss tokens (the one broadcast, if it was)."""
+        on_loss = [a for a, m in zip(self.advantages, self.loss_mask, strict=True) if m]
+        return math.fsum(on_loss) / max(1, len(on_loss))
 
-def sample_from_trajectory(trajectory: Trajectory, advantage: float, reward: float | None = None) -> Sample:
+
+def sample_from_trajectory(
+    trajectory: Trajectory, advantage: float | Sequence[float], reward: float | None = None
+) -> Sample:
     """The sample of one trajectory; it must carry token data (from a `TokenPolicy`: hf:, vllm:).
-    `reward` is the one its advantage came from (None: the trajectory's task reward).
+    `advantage`: one for the sequence (broadcast to its sampled tokens), or one per completion
+    token (aligned with `tokens.completion_ids`; kept only where the loss mask is 1). `reward` is
+    the one its advantage came from (None: the trajectory's task reward).
 
     >>> from gfcr.core import TokenData
     >>> t = Trajectory("e", "t", "x", tokens=TokenData([1, 2], [3, 4, 5], [1, 0, 1], [-0.5, 0.0, -0.25]))
     >>> s = sample_from_trajectory(t, 1.0)
-    >>> s.input_ids, s.loss_mask, s.num_loss_tokens
-    ([1, 2, 3, 4, 5], [0, 0, 1, 0, 1], 2)
+    >>> s.input_ids, s.loss_mask, s.num_loss_tokens, s.advantages
+    ([1, 2, 3, 4, 5], [0, 0, 1, 0, 1], 2, [0.0, 0.0, 1.0, 0.0, 1.0])
+    >>> sample_from_trajectory(t, [0.5, 9.0, -1.0]).advantages  # per token: 9.0 is an observation's
+    [0.0, 0.0, 0.5, 0.0, -1.0]
     """
     tokens = trajectory.tokens
     if tokens is None or not tokens.prompt_ids:
@@ -52,12 +80,20 @@ def sample_from_trajectory(trajectory: Trajectory, advantage: float, reward: flo
             f"trajectory {trajectory.id} ({trajectory.env_id}) has no token data; training needs a policy "
             "that keeps token ids (hf:PATH or vllm:PATH), not text-only backends"
         )
+    n = len(tokens.completion_ids)
+    per_token = [float(advantage)] * n if isinstance(advantage, int | float) else list(advantage)
+    if len(per_token) != n:
+        raise DataError(
+            f"trajectory {trajectory.id}: {len(per_token)} advantages for {n} completion tokens; "
+            "give one per completion token, or one float for the sequence"
+        )
+    sampled = [float(a) if m else 0.0 for a, m in zip(per_token, tokens.loss_mask, strict=True)]
     prompt = len(tokens.prompt_ids)
     return Sample(
         input_ids=tokens.prompt_ids + tokens.completion_ids,
         loss_mask=[0] * prompt + list(tokens.loss_mask),
         old_logprobs=[0.0] * prompt + list(tokens.logprobs),
-        advantage=float(advantage),
+        advantages=[0.0] * prompt + sampled,
         reward=trajectory.total_reward if reward is None else float(reward),
         replayed=bool(trajectory.signals.get("replayed", False)),
     )
@@ -68,19 +104,43 @@ def samples_from_groups(
     estimator: str = "grpo",
     reward: Callable[[Trajectory], float] | None = None,
 ) -> list[Sample]:
-    """Samples of every group, with Filter's group-normalised advantages (`group_advantages`) of
-    `reward(trajectory)` (None: the task reward; e.g. `OverlongPenalty.reward` to shape it).
+    """Samples of every group (one task's trajectories), with per-token advantages of
+    `reward(trajectory)` (None: the task reward; e.g. `OverlongPenalty.reward` to shape it):
+
+    - a group estimator ("grpo", "dr_grpo", "rloo": Filter's `group_advantages`) gives one per
+      sequence, broadcast to its sampled tokens;
+    - a tree estimator ("treerl", "treerpo": `token_tree_advantages`) gives each token the
+      advantage of its node in the tree of the group's token sequences (a prefix shared with a
+      branch, or by chance with another sample, is one node valued by all the leaves under it).
 
     Trajectories with no sampled token (an episode that failed before the policy spoke) are left
     out after the advantages are computed, so they still count in their group's baseline.
+
+    >>> from gfcr.core import Step, TokenData
+    >>> def traj(tid, completion, reward):
+    ...     n = len(completion)
+    ...     return Trajectory("e", "t", "?", [Step("", "", reward, True, False)], id=tid,
+    ...                       tokens=TokenData([7], completion, [1] * n, [0.0] * n))
+    >>> group = [traj("1", [1, 2, 3], 1.0), traj("2", [1, 2, 4], 0.0), traj("3", [5, 6], 0.0)]
+    >>> [[round(a, 3) for a in s.advantages] for s in samples_from_groups({"t": group}, "treerl")]
+    [[0.0, 0.236, 0.236, 1.167], [0.0, 0.236, 0.236, -0.833], [0.0, -0.667, -0.667]]
+    >>> [round(s.advantage, 3) for s in samples_from_groups({"t": group}, "grpo")]
+    [1.155, -0.577, -0.577]
     """
+    if estimator not in ESTIMATORS:
+        raise UnknownNameError("advantage estimator", estimator, ESTIMATORS)
     samples = []
     for group in groups.values():
         rewards = [t.total_reward if reward is None else reward(t) for t in group]
-        advantages = group_advantages(rewards, estimator)
+        advantages: Sequence[float | Sequence[float]]
+        if estimator in TREE_ESTIMATORS:
+            by_id = token_tree_advantages(group, estimator, outcome=reward)
+            advantages = [by_id[t.id] for t in group]
+        else:
+            advantages = group_advantages(rewards, estimator).tolist()
         for trajectory, r, advantage in zip(group, rewards, advantages, strict=True):
             if trajectory.tokens is not None and sum(trajectory.tokens.loss_mask) > 0:
-                samples.append(sample_from_trajectory(trajectory, float(advantage), r))
+                samples.append(sample_from_trajectory(trajectory, advantage, r))
     return samples
 
 
@@ -88,8 +148,8 @@ def samples_from_groups(
 class MicroBatch:
     """Right-padded tensors of a few samples; targets are shifted one token left of inputs.
 
-    input_ids, attention_mask: (B, L); loss_mask, old_logprobs: (B, L-1) aligned with the
-    logprob of token t+1 given tokens <= t; advantages: (B,).
+    input_ids, attention_mask: (B, L); loss_mask, old_logprobs, advantages: (B, L-1) aligned
+    with the logprob of token t+1 given tokens <= t.
     """
 
     input_ids: torch.Tensor
@@ -110,14 +170,15 @@ def collate(samples: Sequence[Sample], pad_id: int = 0) -> MicroBatch:
     attention_mask = torch.zeros(size, dtype=torch.long)
     loss_mask = torch.zeros(size, dtype=torch.float32)
     old_logprobs = torch.zeros(size, dtype=torch.float32)
+    advantages = torch.zeros(size, dtype=torch.float32)
     for row, s in enumerate(samples):
         n = len(s.input_ids)
         input_ids[row, :n] = torch.tensor(s.input_ids)
         attention_mask[row, :n] = 1
         loss_mask[row, :n] = torch.tensor(s.loss_mask, dtype=torch.float32)
         old_logprobs[row, :n] = torch.tensor(s.old_logprobs, dtype=torch.float32)
-    advantages = torch.tensor([s.advantage for s in samples], dtype=torch.float32)
-    return MicroBatch(input_ids, attention_mask, loss_mask[:, 1:], old_logprobs[:, 1:], advantages)
+        advantages[row, :n] = torch.tensor(s.advantages, dtype=torch.float32)
+    return MicroBatch(input_ids, attention_mask, loss_mask[:, 1:], old_logprobs[:, 1:], advantages[:, 1:])
 
 
 def micro_batches(samples: Sequence[Sample], size: int, pad_id: int = 0) -> Iterator[MicroBatch]:

@@ -90,13 +90,13 @@ def policy_update(
 ) -> dict[str, float]:
     """One optimizer step on `samples` (the whole accumulated batch), or none without signal.
 
-    When every advantage is 0 (each group's rewards all equal) the policy gradient is exactly 0,
+    When every token's advantage is 0 (each group's rewards all equal) the policy gradient is exactly 0,
     and the step is skipped (`update/skipped` = 1): stepping AdamW would still move the weights by
     its momentum and weight decay, and would scale a KL-only gradient, however small, up to a
     full step, though nothing was learned. (TRL steps here.)
     """
     optimizer.zero_grad(set_to_none=True)
-    if all(s.advantage == 0.0 for s in samples):
+    if all(a == 0.0 for s in samples for a in s.advantages):
         return {"update/skipped": 1.0}
     stats = accumulate_gradients(model, samples, settings, reference)
     stats["optim/grad_norm"] = optimizer_step(model, optimizer, settings.max_grad_norm)

@@ -1,4 +1,5 @@
-"""Gradient accumulation on a real model: the split into micro-batches does not change the step."""
+"""Gradient accumulation on a real model: the split into micro-batches does not change the step,
+with one advantage per sequence or one per token."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ def model(tiny_model):
     return AutoModelForCausalLM.from_pretrained(str(tiny_model)).eval()
 
 
-def _samples(n: int = 7, seed: int = 0) -> list[Sample]:
-    """Random multi-turn-shaped samples: prompt (mask 0), turns (mask 1) and observations (mask 0)."""
+def _samples(n: int = 7, seed: int = 0, per_token: bool = False) -> list[Sample]:
+    """Random multi-turn-shaped samples: prompt (mask 0), turns (mask 1) and observations (mask 0);
+    an advantage per sequence (broadcast to its sampled tokens) or a different one per token."""
     rng = random.Random(seed)
     out = []
     for _ in range(n):
@@ -37,7 +39,9 @@ def _samples(n: int = 7, seed: int = 0) -> list[Sample]:
             ids += [rng.randrange(300) for _ in range(sampled)]
             mask += [1] * sampled
         logprobs = [-rng.uniform(3.0, 8.0) * m for m in mask]
-        out.append(Sample(ids, mask, logprobs, advantage=rng.gauss(0, 1)))
+        advantage = rng.gauss(0, 1)
+        advantages = [(rng.gauss(0, 1) if per_token else advantage) * m for m in mask]
+        out.append(Sample(ids, mask, logprobs, advantages))
     return out
 
 
@@ -50,8 +54,9 @@ def _gradients(model, samples, settings) -> tuple[dict[str, float], dict[str, to
 
 
 @pytest.mark.parametrize("name", ["dapo", "grpo", "dr_grpo", "gspo"])
-def test_micro_batch_split_does_not_change_loss_or_gradient(model, name):
-    samples = _samples()
+@pytest.mark.parametrize("per_token", [False, True])
+def test_micro_batch_split_does_not_change_loss_or_gradient(model, name, per_token):
+    samples = _samples(per_token=per_token)
     loss = LossConfig(name=name, epsilon_low=0.2, epsilon_high=0.28)
     whole_stats, whole = _gradients(
         model, samples, UpdateSettings(loss, micro_batch_size=len(samples), max_tokens=16)
@@ -73,7 +78,7 @@ def test_observation_and_prompt_tokens_do_not_reach_the_gradient(model):
             s.input_ids,
             s.loss_mask,
             [lp if m else -99.0 for lp, m in zip(s.old_logprobs, s.loss_mask, strict=True)],
-            s.advantage,
+            s.advantages,
         )
         for s in samples
     ]
@@ -84,8 +89,8 @@ def test_observation_and_prompt_tokens_do_not_reach_the_gradient(model):
 
 def test_fill_old_logprobs_recomputes_missing_ones_and_keeps_replayed(model):
     samples = _samples(3, seed=2)
-    missing = Sample(samples[0].input_ids, samples[0].loss_mask, [0.0] * len(samples[0].input_ids), 1.0)
-    replayed = Sample(samples[1].input_ids, samples[1].loss_mask, samples[1].old_logprobs, 1.0, replayed=True)
+    missing = replace(samples[0], old_logprobs=[0.0] * len(samples[0].input_ids))
+    replayed = replace(samples[1], replayed=True)
     settings = UpdateSettings(LossConfig(), micro_batch_size=2)
     filled = fill_old_logprobs(model, [missing, replayed, samples[2]], settings)
     assert filled[1].old_logprobs == replayed.old_logprobs and filled[2] == samples[2]
@@ -107,7 +112,7 @@ def test_a_batch_without_signal_takes_no_optimizer_step(model):
     samples = _samples(4, seed=3)
     assert policy_update(model, optimizer, samples, settings, far_reference)["update/skipped"] == 0.0
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    no_signal = [replace(s, advantage=0.0) for s in samples]
+    no_signal = [replace(s, advantages=[0.0] * len(s.input_ids)) for s in samples]
     stats = policy_update(model, optimizer, no_signal, settings, far_reference)
     assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())
     assert stats["update/skipped"] == 1.0
