@@ -113,20 +113,20 @@ def policy_loss(
             f"advantages {tuple(advantages.shape)} must be (B, T) like logprobs {tuple(logprobs.shape)}, "
             f"one per token, or (B,) = ({logprobs.shape[0]},), one per sequence"
         )
-    per_token = advantages.dim() == 2
+    by_token = advantages.dim() == 2  # else one per sequence
     mask = loss_mask.to(logprobs.dtype)  # (B, T)
     log_ratio = ((logprobs - old_logprobs) * mask).clamp(-MAX_LOG_RATIO, MAX_LOG_RATIO)  # (B, T)
     low, high = 1.0 - epsilon_low, 1.0 + epsilon_high
     if name == "gspo":
         lengths = mask.sum(1).clamp(min=1.0)  # (B,)
         ratio = torch.exp(log_ratio.sum(1) / lengths)  # (B,) s_i, the sequence-level ratio
-        a = (advantages * mask).sum(1) / lengths if per_token else advantages  # (B,)
+        a = (advantages * mask).sum(1) / lengths if by_token else advantages  # (B,)
         surrogate = torch.minimum(ratio * a, ratio.clamp(low, high) * a)  # (B,)
         policy = -surrogate.sum() / totals.sequences
         clipped = float((clip_active(ratio, a, low, high).to(mask.dtype) * mask.sum(1)).sum())
     else:
         ratio = torch.exp(log_ratio)  # (B, T)
-        a = advantages if per_token else advantages[:, None]  # (B, T) or (B, 1)
+        a = advantages if by_token else advantages[:, None]  # (B, T) or (B, 1)
         per_token = -torch.minimum(ratio * a, ratio.clamp(low, high) * a)  # (B, T)
         policy = reduce_tokens(name, per_token, mask, totals)
         clipped = float((clip_active(ratio, a, low, high).to(mask.dtype) * mask).sum())

@@ -185,7 +185,7 @@ def token_tree_advantages(
     """
     _check_estimator(estimator)
     root = build_token_tree(trajectories, outcome)
-    out = {}
+    out: dict[str, list[float]] = {}
     for t in trajectories:
         if t.tokens is None:
             out[t.id] = []
