@@ -198,9 +198,9 @@ def test_split_into_micro_batches_sums_to_the_whole_batch(name, per_token):
         out, grad = torch_loss(
             name, logp[rows], old[rows], adv[rows], mask[rows], ref=ref[rows], beta=0.1, totals=totals
         )
-        parts += float(out.loss)
+        parts += float(out.loss.detach())
         grads.append(grad)
-    assert parts == pytest.approx(float(whole.loss), rel=1e-12)
+    assert parts == pytest.approx(float(whole.loss.detach()), rel=1e-12)
     np.testing.assert_allclose(np.concatenate(grads), whole_grad, rtol=1e-12, atol=1e-15)
 
 
