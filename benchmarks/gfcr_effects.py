@@ -117,20 +117,22 @@ def early_stopping(seed: int) -> list[tuple]:
         for _ in range(rounds):  # earlier epochs over the dataset
             observe(history, group_by_task(env.run(dict.fromkeys(env.task_ids, K))))
         env.samples = 0
-        batch = EarlyStopping(K, wave=2, confidence=0.9).collect(env.run, env.task_ids, history)
+        stopping = EarlyStopping(K, wave=2, confidence=0.9)
+        draw = stopping.sample(env.run, dict.fromkeys(env.task_ids, K), history)
+        observe(history, draw.groups)
         # counterfactual: draw the rest of each stopped group; the decision was right if it stays all-equal
         wrong = 0
-        for task_id, drawn in batch.stopped.items():
-            rest = [t.total_reward for t in env.run({task_id: K - drawn})]
-            seen = history.get(task_id).last_rewards[-drawn:]
+        for task_id, saved in draw.stopped.items():
+            rest = [t.total_reward for t in env.run({task_id: saved})]
+            seen = history.get(task_id).last_rewards[-(K - saved) :]
             wrong += is_informative([*seen, *rest])
         full = K * len(probs)
         rows.append(
             (
                 f"{rounds} earlier epochs",
                 f"{full}",
-                f"{batch.samples}",
-                f"{1 - batch.samples / full:.1%}",
+                f"{draw.samples}",
+                f"{1 - draw.samples / full:.1%}",
                 f"{1 - wrong / len(probs):.2%}",
                 f"{wrong}",
             )

@@ -1,4 +1,5 @@
-"""`RolloutController`: the Control module as the runner's hook, configured by `ControlConfig`.
+"""`RolloutController`: the Control stages of a step (choose, allocate, decide), configured by
+`ControlConfig` — the trainer's `[control]` table.
 
 It fits `gfcr.core.hooks.Controller` (the runner calls `schedule` once per run and
 `after_step` after every step of a live episode) and learns from finished runs through
@@ -8,22 +9,37 @@ It fits `gfcr.core.hooks.Controller` (the runner calls `schedule` once per run a
     runner = Runner(policy, controller=controller)
     result = runner.run(specs)          # schedule(): which prompts, how many samples each
     controller.observe(result.trajectories)  # update per-prompt posteriors for the next run
+
+A pipeline that samples in rounds (dynamic sampling, early stopping) calls `collect(run, task_ids)`
+instead: the decide loop, with every configured module composed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 
 from gfcr.control.budget import BudgetScheduler
-from gfcr.control.dynamic import observe
-from gfcr.control.posterior import PromptHistory
-from gfcr.control.selection import SELECTORS, PromptSelector, ThompsonSelector
-from gfcr.control.stopping import LengthBudget, PrefixStop
+from gfcr.control.dynamic import Batch, DynamicSampling, RunFn, observe
+from gfcr.control.posterior import PromptHistory, p_informative
+from gfcr.control.selection import (
+    SELECTORS,
+    GresoSelector,
+    PromptSelector,
+    SecSelector,
+    ThompsonSelector,
+    UniformSelector,
+    VarianceSelector,
+    task_category,
+)
+from gfcr.control.stopping import EarlyStopping, LengthBudget, PrefixStop
+from gfcr.control.temperature import TemperatureBySuccess
 from gfcr.core import Trajectory
+from gfcr.core.config import setting
 from gfcr.core.hooks import Controller, Decision  # the runner's hook contract (Decision re-exported)
 from gfcr.errors import ConfigError, UnknownNameError
 from gfcr.generate.groups import expand_groups, group_by_task
@@ -32,43 +48,212 @@ from gfcr.generate.tree import BranchAt
 S = TypeVar("S", bound=Any)
 
 
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
 @dataclass(frozen=True)
 class ControlConfig:
-    """Control's knobs; every field is optional except what a run needs."""
+    """`[control]`: where compute goes — which prompts, how many samples each, what to stop.
 
-    selector: str = "uniform"  # "uniform" | "greso" | "vcrl" | "thompson": which prompts run
-    num_prompts: int | None = None  # prompts per run (None: every prompt of the specs)
-    group_size: int = 8  # samples per prompt, without a budget
-    sample_budget: int | None = None  # total samples per run, allocated by uncertainty
-    token_budget: int | None = None  # or total expected tokens per run
-    min_samples: int = 2  # per selected prompt, under a budget
-    max_samples: int = 32  # per prompt, under a budget
-    prefix_signal: str | None = None  # stop an episode when this step signal drops below…
-    prefix_threshold: float = 0.5  # …this value (e.g. "process_score", or "format_ok" with 1.0)
-    max_length: int | None = None  # stop an episode whose response outgrows this (tokens or chars)
-    length_factor: float | None = None  # …or this × the prompt's shortest correct response
-    branch_at: dict[int, int] = field(default_factory=dict)  # turn -> extra copies (tree rollouts)
-    prior: tuple[float, float] = (1.0, 1.0)  # Beta prior over each prompt's success rate
-    decay: float = 1.0  # evidence kept per update (VADE-style forgetting when < 1)
-    success_at: float = 1.0  # rewards at or above this are successes
-    seed: int = 0
+    >>> from gfcr.core.config import from_dict
+    >>> config = from_dict(ControlConfig, {"selector": "sec", "sample_budget": 64, "early_stopping": True})
+    >>> config.selector, config.sample_budget, config.wave
+    ('sec', 64, 2)
+    >>> ControlConfig(early_stopping=True, group_size=4, wave=8)
+    Traceback (most recent call last):
+    ...
+    gfcr.errors.ConfigError: wave must be in [1, group_size], got wave = 8 with group_size = 4; lower wave
+    """
+
+    # choose: the selector and its parameters
+    selector: str = setting("uniform", "Which prompts run: uniform | greso | vcrl | thompson | sec.")
+    num_prompts: int | None = setting(None, "Prompts (groups) per step (None: every prompt offered).")
+    group_size: int = setting(8, "Samples per prompt, without a budget.")
+    seed: int = setting(0, "Seed of Control's draws (prompt choice, Thompson samples) and of sample seeds.")
+    prior: tuple[float, float] = setting(
+        (1.0, 1.0), "Beta(a, b) prior over each prompt's success rate (VADE's prior)."
+    )
+    decay: float = setting(
+        1.0, "Evidence kept per update, in (0, 1]: < 1 forgets old outcomes as the policy moves (VADE)."
+    )
+    success_at: float = setting(1.0, "Rewards at or above this count as successes in the posteriors.")
+    greso_p_easy: float = setting(
+        GresoSelector.p_easy, "GRESO: keep probability per all-correct group in a row (auto-tuned)."
+    )
+    greso_p_hard: float = setting(
+        GresoSelector.p_hard, "GRESO: keep probability per all-wrong group in a row (auto-tuned)."
+    )
+    greso_target_zero_share: float = setting(
+        GresoSelector.target_zero_share, "GRESO: the share of zero-variance groups the tuning aims at."
+    )
+    greso_step: float = setting(GresoSelector.step, "GRESO: how far each step tunes p_easy and p_hard.")
+    greso_p_min: float = setting(GresoSelector.p_min, "GRESO: the lowest keep probability tuning reaches.")
+    vcrl_unseen_score: float = setting(
+        VarianceSelector.unseen_score, "VCRL: the score of a prompt never seen (1.0: explore it first)."
+    )
+    sec_temperature: float = setting(
+        SecSelector.temperature, "SEC: Boltzmann temperature over the categories' values (lower: greedier)."
+    )
+    sec_step_size: float = setting(
+        SecSelector.step_size,
+        "SEC: TD(0) step size of a category's value (higher: recent rounds weigh more).",
+    )
+    # allocate: samples and sampling settings per prompt
+    sample_budget: int | None = setting(
+        None, "Samples per num_prompts prompts, allocated by uncertainty (BudgetScheduler)."
+    )
+    token_budget: int | None = setting(None, "Or expected response tokens per num_prompts prompts.")
+    min_samples: int = setting(2, "Under a budget: samples of a prompt that gets any.")
+    max_samples: int = setting(32, "Under a budget: samples of one prompt at most.")
+    temperature_solved: float | None = setting(
+        None, "Temperature of prompts the posterior calls solved (hotter finds failures; None: the runner's)."
+    )
+    temperature_unsolved: float | None = setting(
+        None, "Temperature of prompts it calls rarely solved (cooler finds successes; None: the runner's)."
+    )
+    solved_above: float = setting(0.8, "Posterior mean success at or above which a prompt is solved.")
+    unsolved_below: float = setting(0.2, "Posterior mean success at or below which it is rarely solved.")
+    # decide: during and after generation
+    prefix_signal: str | None = setting(
+        None, "Stop an episode when this step signal (e.g. process_score) drops below prefix_threshold."
+    )
+    prefix_threshold: float = setting(0.5, "The threshold of prefix_signal (1.0 with a boolean signal).")
+    max_length: int | None = setting(
+        None, "Stop an episode whose response outgrows this (policy tokens; characters without token data)."
+    )
+    length_factor: float | None = setting(
+        None, "Or this × the prompt's shortest correct response, if smaller (needs max_length)."
+    )
+    dynamic_sampling: bool = setting(
+        False, "DAPO: drop groups whose rewards are all equal and refill with fresh prompts, in rounds."
+    )
+    oversample: float = setting(
+        1.5, "Dynamic sampling: each round samples ceil(missing × oversample) prompts."
+    )
+    max_rounds: int = setting(8, "Dynamic sampling: rounds per step at most (the batch may be short).")
+    early_stopping: bool = setting(
+        False, "Draw groups in waves; stop (and drop) a prompt once its samples and posterior agree."
+    )
+    wave: int = setting(2, "Early stopping: samples per prompt per wave.")
+    confidence: float = setting(
+        0.9, "Early stopping and pruning: the posterior probability of no spread that decides a prompt."
+    )
+    prune: bool = setting(False, "Do not branch episodes of decided prompts (tree rollouts).")
+    branch_at: dict[int, int] = setting(
+        default_factory=dict, help="Turn -> extra copies of a live episode after it (tree rollouts)."
+    )
 
     def __post_init__(self) -> None:
         if self.selector not in SELECTORS:
-            raise UnknownNameError("selector", self.selector, SELECTORS)
-        if self.sample_budget is not None and self.token_budget is not None:
-            raise ConfigError("give sample_budget or token_budget, not both")
-        if self.group_size < 1 or (self.num_prompts is not None and self.num_prompts < 1):
-            raise ConfigError(
-                f"group_size and num_prompts must be >= 1, got {self.group_size}, {self.num_prompts}"
+            raise UnknownNameError("selector", self.selector, SELECTORS, hint="Set selector to one of them")
+        self._check_choose()
+        self._check_allocate()
+        self._check_decide()
+
+    def _check_choose(self) -> None:
+        _require(self.group_size >= 1, f"group_size must be >= 1, got {self.group_size}")
+        _require(
+            self.num_prompts is None or self.num_prompts >= 1,
+            f"num_prompts must be >= 1 (or unset: every prompt), got {self.num_prompts}",
+        )
+        _require(min(self.prior) > 0, f"prior (Beta a, b) must both be > 0, got {self.prior}")
+        _require(0.0 < self.decay <= 1.0, f"decay must be in (0, 1] (1: never forget), got {self.decay}")
+        for key in ("greso_p_easy", "greso_p_hard", "greso_target_zero_share", "greso_step", "greso_p_min"):
+            _require(0.0 <= getattr(self, key) <= 1.0, f"{key} must be in [0, 1], got {getattr(self, key)}")
+        _require(self.sec_temperature > 0, f"sec_temperature must be > 0, got {self.sec_temperature}")
+        _require(
+            0.0 < self.sec_step_size <= 1.0, f"sec_step_size must be in (0, 1], got {self.sec_step_size}"
+        )
+        for key, on in (
+            ("selector = 'thompson'", self.selector == "thompson"),
+            ("dynamic_sampling", self.dynamic_sampling),
+            ("early_stopping", self.early_stopping),
+            ("prune", self.prune),
+        ):
+            _require(
+                not on or self.group_size >= 2,
+                f"{key} needs group_size >= 2 (it judges a group's reward spread), got {self.group_size}",
             )
-        BranchAt(self.branch_at)  # validates the branch table
-        if self.max_length is None and self.length_factor is not None:
-            raise ConfigError("length_factor needs max_length (the budget of a prompt never solved)")
+
+    def _check_allocate(self) -> None:
+        _require(
+            self.sample_budget is None or self.token_budget is None,
+            "sample_budget and token_budget are both set; keep one",
+        )
+        for key in ("sample_budget", "token_budget"):
+            value = getattr(self, key)
+            _require(value is None or value >= 1, f"{key} must be >= 1 (or unset), got {value}")
+        _require(
+            2 <= self.min_samples <= self.max_samples,
+            f"need 2 <= min_samples <= max_samples, got {self.min_samples} and {self.max_samples}",
+        )
+        self.temperature_rule()  # validates its four keys
+
+    def _check_decide(self) -> None:
+        _require(
+            self.max_length is not None or self.length_factor is None,
+            "length_factor needs max_length (the budget of a prompt never solved); set max_length",
+        )
+        _require(
+            self.max_length is None or self.max_length >= 1, f"max_length must be >= 1, got {self.max_length}"
+        )
+        _require(
+            self.length_factor is None or self.length_factor >= 1.0,
+            f"length_factor must be >= 1, got {self.length_factor}",
+        )
+        _require(self.oversample >= 1.0, f"oversample must be >= 1.0 (1.0: none), got {self.oversample}")
+        _require(self.max_rounds >= 1, f"max_rounds must be >= 1, got {self.max_rounds}")
+        _require(0.0 < self.confidence < 1.0, f"confidence must be in (0, 1), got {self.confidence}")
+        _require(
+            not self.early_stopping or 1 <= self.wave <= self.group_size,
+            f"wave must be in [1, group_size], got wave = {self.wave} with group_size = {self.group_size}; "
+            "lower wave",
+        )
+        try:  # a TOML table's keys are strings: {1 = 2} reads as {"1": 2}
+            turns = {int(turn): int(copies) for turn, copies in self.branch_at.items()}
+        except (TypeError, ValueError) as e:
+            raise ConfigError(
+                f"branch_at maps turns to copies, both integers (e.g. {{1 = 2}}), got {self.branch_at}"
+            ) from e
+        BranchAt(turns)  # turns >= 1, copies >= 0
+        object.__setattr__(self, "branch_at", turns)  # frozen: set once, here
+
+    def temperature_rule(self) -> TemperatureBySuccess:
+        """The per-prompt temperature rule of the allocate stage."""
+        return TemperatureBySuccess(
+            self.temperature_solved, self.temperature_unsolved, self.solved_above, self.unsolved_below
+        )
+
+
+def make_selector(config: ControlConfig, category: Callable[[str], str] = task_category) -> PromptSelector:
+    """The selector `config` names, with its parameters (`category`: SEC's task id -> category).
+
+    >>> make_selector(ControlConfig(selector="greso", greso_p_easy=0.2)).p_easy
+    0.2
+    """
+    match config.selector:
+        case "greso":
+            return GresoSelector(
+                config.greso_p_easy, config.greso_p_hard, config.greso_target_zero_share, config.greso_step,
+                config.greso_p_min,
+            )  # fmt: skip
+        case "vcrl":
+            return VarianceSelector(config.vcrl_unseen_score)
+        case "thompson":
+            return ThompsonSelector(config.group_size)
+        case "sec":
+            return SecSelector(config.sec_temperature, config.sec_step_size, category)
+    return UniformSelector()
 
 
 class RolloutController(Controller):
     """Chooses prompts and sample counts, and stops or branches episodes, as configured.
+
+    `category` maps a task id to its category for SEC (default: `task_category`, the id up to
+    its last '/' or ':'); a pipeline that knows its tasks better (a database, a generator in the
+    task's metadata) passes its own.
 
     >>> from dataclasses import dataclass
     >>> @dataclass(frozen=True)
@@ -82,15 +267,23 @@ class RolloutController(Controller):
     (6, 2)
     """
 
-    def __init__(self, config: ControlConfig | None = None, history: PromptHistory | None = None) -> None:
+    def __init__(
+        self,
+        config: ControlConfig | None = None,
+        history: PromptHistory | None = None,
+        *,
+        category: Callable[[str], str] = task_category,
+    ) -> None:
         self.config = config = config or ControlConfig()
         self.history = history or PromptHistory(config.prior, config.decay, config.success_at)
-        self.selector: PromptSelector = (
-            ThompsonSelector(config.group_size)
-            if config.selector == "thompson"
-            else SELECTORS[config.selector]()
+        self.selector = make_selector(config, category)
+        self.budget = BudgetScheduler(config.min_samples, config.max_samples)
+        self.temperature = config.temperature_rule()
+        self.stopping = (
+            EarlyStopping(config.group_size, config.wave, config.confidence)
+            if config.early_stopping
+            else None
         )
-        self.budget = BudgetScheduler(config.min_samples, max(config.min_samples, config.max_samples))
         self.prefix = (
             PrefixStop(config.prefix_signal, config.prefix_threshold) if config.prefix_signal else None
         )
@@ -119,7 +312,7 @@ class RolloutController(Controller):
             "rng": self.rng.bit_generator.state,
             "runs": self.runs,
         }
-        if hasattr(self.selector, "state_dict"):  # GRESO adapts its keep probabilities
+        if hasattr(self.selector, "state_dict"):  # GRESO's tuned probabilities, SEC's arm values
             state["selector"] = self.selector.state_dict()
         return state
 
@@ -131,32 +324,103 @@ class RolloutController(Controller):
         if "selector" in state and hasattr(self.selector, "load_state_dict"):
             self.selector.load_state_dict(state["selector"])
 
+    def allocate(self, chosen: Sequence[str], share: float = 1.0) -> dict[str, int]:
+        """Samples per chosen prompt: a budget's `share` (a round that chose `share` × num_prompts
+        prompts gets that share) allocated by uncertainty, else `group_size` each."""
+        config = self.config
+        if config.sample_budget is not None:
+            return self.budget.allocate(chosen, self.history, samples=round(config.sample_budget * share))
+        if config.token_budget is not None:
+            return self.budget.allocate(chosen, self.history, tokens=config.token_budget * share)
+        return dict.fromkeys(chosen, config.group_size)
+
     def plan(self, task_ids: Sequence[str]) -> dict[str, int]:
         """Samples per selected prompt for the next run."""
+        num = self.config.num_prompts or len(task_ids)
+        return self.allocate(self.selector.select(list(task_ids), num, self.history, self.rng))
+
+    def collect(self, run: RunFn, task_ids: Sequence[str]) -> Batch:
+        """The decide loop over `task_ids`: choose → allocate → draw (in waves with early
+        stopping) → keep, in rounds while dynamic sampling refills dropped groups; every group
+        drawn is recorded in the history (and taught to a learning selector).
+
+        `run(plan)` generates `plan[t]` fresh samples of each task (with the runner:
+        `runner.run(controller.episodes(templates, plan, seed=...)).trajectories`).
+
+        >>> from gfcr.workloads import BernoulliPrompts
+        >>> env = BernoulliPrompts([0.0] * 4 + [0.5] * 4, seed=0)
+        >>> controller = RolloutController(ControlConfig(num_prompts=3, group_size=4, dynamic_sampling=True,
+        ...                                              early_stopping=True, sample_budget=12))
+        >>> batch = controller.collect(env.run, env.task_ids)
+        >>> len(batch.groups), batch.rounds > 1, batch.samples == env.samples
+        (3, True, True)
+        """
         config = self.config
-        chosen = self.selector.select(
-            list(task_ids), config.num_prompts or len(task_ids), self.history, self.rng
+        if not task_ids:
+            return Batch()
+        num_groups = min(config.num_prompts or len(task_ids), len(task_ids))
+        rounds = DynamicSampling(
+            num_groups,
+            config.group_size,
+            oversample=config.oversample if config.dynamic_sampling else 1.0,
+            max_rounds=config.max_rounds if config.dynamic_sampling else 1,
+            filter_groups=config.dynamic_sampling,
+            selector=self.selector,
         )
-        if config.sample_budget is not None:
-            return self.budget.allocate(chosen, self.history, samples=config.sample_budget)
-        if config.token_budget is not None:
-            return self.budget.allocate(chosen, self.history, tokens=config.token_budget)
-        return dict.fromkeys(chosen, config.group_size)
+        return rounds.collect(
+            run,
+            list(task_ids),
+            self.history,
+            self.rng,
+            allocate=lambda chosen: self.allocate(chosen, len(chosen) / num_groups),
+            sampler=self.stopping,
+        )
+
+    def episodes(self, templates: Sequence[S], plan: int | Mapping[str, int], *, seed: int) -> list[S]:
+        """The episode specs of `plan` (`expand_groups`: samples of each task from its template,
+        seeded from `seed`), each with the sampling settings Control chose for its prompt."""
+        specs = expand_groups(templates, plan, seed=seed)
+        overrides = {s.task_id: self.temperature.sampling(self.history.get(s.task_id)) for s in specs}
+        return [
+            dataclasses.replace(s, sampling={**s.sampling, **overrides[s.task_id]})
+            if overrides[s.task_id]
+            else s
+            for s in specs
+        ]
 
     def schedule(self, episodes: list[S]) -> list[S]:
         """Runner hook: the episodes of this run, K per chosen prompt (fresh seeds every run)."""
         task_ids = list(dict.fromkeys(spec.task_id for spec in episodes))
         seed = self.config.seed + 100_003 * self.runs  # distinct sample seeds from run to run
         self.runs += 1
-        return expand_groups(episodes, self.plan(task_ids), seed=seed)
+        return self.episodes(episodes, self.plan(task_ids), seed=seed)
+
+    def decided(self, task_id: str) -> bool:
+        """Whether the posterior says a group of `group_size` of this prompt would have no reward
+        spread with probability >= `confidence`: sampling it more, or branching it, teaches little.
+
+        >>> controller = RolloutController(ControlConfig(group_size=4))
+        >>> controller.history.update("solved", [1.0] * 64)  # P(4 more all right) = 65/69
+        >>> controller.decided("solved"), controller.decided("unseen")
+        (True, False)
+        """
+        stats = self.history.get(task_id)
+        return 1.0 - p_informative(stats.alpha, stats.beta, self.config.group_size) >= self.config.confidence
+
+    def pruned(self, task_id: str) -> bool:
+        """Whether tree rollouts skip branching this prompt: `prune` is on and the prompt is decided."""
+        return self.config.prune and self.decided(task_id)
 
     def after_step(self, trajectory: Trajectory) -> Decision:
-        """Runner hook: stop a failed prefix or an over-long response; branch at configured turns."""
+        """Runner hook: stop a failed prefix or an over-long response; branch at configured turns
+        (not a decided prompt's, when pruning)."""
         stop = (self.prefix is not None and self.prefix.stop(trajectory)) or (
             self.length is not None and self.length.stop(trajectory, self.history)
         )
-        return Decision(stop=stop, branches=0 if stop else self.branching.branches(trajectory))
+        branch = not stop and not self.pruned(trajectory.task_id)
+        return Decision(stop=stop, branches=self.branching.branches(trajectory) if branch else 0)
 
     def observe(self, trajectories: Iterable[Trajectory]) -> None:
-        """Learn from a finished run: each prompt's group outcome updates its posterior."""
-        observe(self.history, group_by_task(trajectories))
+        """Learn from a finished run: each prompt's group outcome updates its posterior (and a
+        learning selector: SEC's category values)."""
+        observe(self.history, group_by_task(trajectories), self.selector)

@@ -9,11 +9,16 @@ Every selector picks `num` distinct prompts from `task_ids` given the shared `Pr
   (VCRL, Jiang et al. 2025, "Variance-based Curriculum RL").
 - `ThompsonSelector`: Thompson sampling over per-prompt Beta posteriors, ranking by the sampled
   probability that a group is informative (VADE, Hu et al. 2025).
+- `SecSelector`: a bandit over task categories, rewarded by the absolute advantage their groups
+  yield (SEC, Chen et al. 2025, "Self-Evolving Curriculum for LLM Reasoning").
+
+A selector that also learns from outcomes (`LearningSelector`: SEC) is told every group's rewards
+by `gfcr.control.observe`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -22,6 +27,7 @@ import numpy as np
 from gfcr.control.posterior import PromptHistory
 from gfcr.core import solved
 from gfcr.errors import ConfigError
+from gfcr.filter.signals import group_advantages
 
 
 @runtime_checkable
@@ -31,6 +37,13 @@ class PromptSelector(Protocol):
     def select(
         self, task_ids: Sequence[str], num: int, history: PromptHistory, rng: np.random.Generator
     ) -> list[str]: ...
+
+
+@runtime_checkable
+class LearningSelector(Protocol):
+    """A selector that learns from what the groups it chose yielded (task id -> the group's rewards)."""
+
+    def learn(self, rewards: Mapping[str, Sequence[float]]) -> None: ...
 
 
 def _top(task_ids: Sequence[str], scores: np.ndarray, num: int, rng: np.random.Generator) -> list[str]:
@@ -180,9 +193,91 @@ class ThompsonSelector:
         return _top(task_ids, 1.0 - p**k - (1.0 - p) ** k, num, rng)
 
 
+def task_category(task_id: str) -> str:
+    """A task's category from its id: the part before its last '/' or ':' (the id if it has none).
+
+    Bundled ids name their family that way: the MMATH split, the reasoning-gym generator, the SQL
+    database, the MiniWoB page, the tau2 domain.
+
+    >>> [task_category(t) for t in ("mmath/AIME2024/3", "rg/chain_sum/12", "tau2_airline/009",
+    ...                             "miniwob/click-button/0", "airline:7", "q1")]
+    ['mmath/AIME2024', 'rg/chain_sum', 'tau2_airline', 'miniwob/click-button', 'airline', 'q1']
+    """
+    cut = max(task_id.rfind("/"), task_id.rfind(":"))
+    return task_id[:cut] if cut > 0 else task_id
+
+
+@dataclass
+class SecSelector:
+    """SEC's curriculum (Chen et al. 2025, "Self-Evolving Curriculum for LLM Reasoning", §3): a
+    non-stationary multi-armed bandit with one arm per task category.
+
+    Each prompt of a batch is drawn by sampling a category from the Boltzmann distribution over
+    the arms' values, softmax(Q / `temperature`), then a prompt of it uniformly (without
+    replacement). `learn` rewards each category with the mean absolute GRPO advantage its groups
+    yielded (a proxy of the learning gain: 0 for a group without spread) and moves its value by
+    TD(0) with step size `step_size`, Q ← Q + α (r − Q), so recent rounds weigh most as the
+    policy moves. `category` maps a task id to its category (default `task_category`).
+
+    >>> sec = SecSelector(temperature=0.1)
+    >>> sec.learn({"easy/0": [1.0, 1.0, 1.0, 1.0], "mixed/0": [1.0, 0.0, 1.0, 0.0]})
+    >>> {c: round(q, 3) for c, q in sec.values.items()}
+    {'easy': 0.0, 'mixed': 0.433}
+    >>> pool = ["easy/1", "easy/2", "mixed/1", "mixed/2"]
+    >>> sorted(sec.select(pool, 2, PromptHistory(), np.random.default_rng(0)))
+    ['mixed/1', 'mixed/2']
+    """
+
+    temperature: float = 1.0
+    step_size: float = 0.5
+    category: Callable[[str], str] = task_category
+    values: dict[str, float] = field(default_factory=dict)  # Q per category seen (0 before any reward)
+
+    def __post_init__(self) -> None:
+        if self.temperature <= 0:
+            raise ConfigError(f"SEC temperature must be > 0, got {self.temperature}")
+        if not 0.0 < self.step_size <= 1.0:
+            raise ConfigError(f"SEC step_size must be in (0, 1], got {self.step_size}")
+
+    def select(
+        self, task_ids: Sequence[str], num: int, history: PromptHistory, rng: np.random.Generator
+    ) -> list[str]:
+        pools: dict[str, list[str]] = {}
+        for task_id in task_ids:
+            pools.setdefault(self.category(task_id), []).append(task_id)
+        chosen: list[str] = []
+        while len(chosen) < num and pools:
+            names = list(pools)
+            q = np.array([self.values.get(c, 0.0) for c in names]) / self.temperature
+            p = np.exp(q - q.max())  # softmax, shifted against overflow
+            pool = pools[names[rng.choice(len(names), p=p / p.sum())]]
+            chosen.append(pool.pop(int(rng.integers(len(pool)))))
+            pools = {c: ids for c, ids in pools.items() if ids}
+        return chosen
+
+    def learn(self, rewards: Mapping[str, Sequence[float]]) -> None:
+        """Reward each category with the mean |advantage| of its groups; TD(0) update of its value."""
+        gains: dict[str, list[float]] = {}
+        for task_id, group in rewards.items():
+            if group:
+                gain = float(np.abs(group_advantages(group)).mean())
+                gains.setdefault(self.category(task_id), []).append(gain)
+        for c, g in gains.items():
+            q = self.values.get(c, 0.0)
+            self.values[c] = q + self.step_size * (float(np.mean(g)) - q)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The arms' values (the bandit's state; temperature, step size and categories are config)."""
+        return {"values": dict(self.values)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.values = {c: float(q) for c, q in state["values"].items()}
+
+
 SELECTORS = {
     "uniform": UniformSelector,
     "greso": GresoSelector,
     "vcrl": VarianceSelector,
     "thompson": ThompsonSelector,
+    "sec": SecSelector,
 }

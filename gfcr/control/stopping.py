@@ -2,7 +2,7 @@
 
 - `EarlyStopping` samples a group in waves and stops a prompt whose samples so far all agree
   when its posterior says the rest would agree too (probability >= `confidence`): that group
-  would be dropped as zero-variance anyway, so its remaining samples are saved. A prompt whose
+  would carry no signal, so it is dropped and its remaining samples are saved. A prompt whose
   samples disagree is informative and is sampled to the full group. (Sequential sampling in
   the spirit of AR3PO's adaptive rollout, Zhang et al. 2025, and Reinforce-Ada, Xiong et al. 2025.)
 - `PrefixStop` ends an episode whose prefix a verifier or process scorer marked as failed.
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gfcr.control.dynamic import Batch, RunFn, observe
+from gfcr.control.dynamic import Draw, RunFn, SamplePlan
 from gfcr.control.posterior import PromptHistory, PromptStats, beta_moment, is_informative
 from gfcr.core import Trajectory, solved
 from gfcr.errors import ConfigError
@@ -24,16 +24,20 @@ from gfcr.generate.groups import group_by_task
 
 @dataclass(frozen=True)
 class EarlyStopping:
-    """Sample `group_size` per prompt in waves of `wave`, stopping prompts once decided.
+    """Draw each prompt's samples in waves of `wave`, stopping a prompt once its group is decided.
+
+    A prompt's group has `group_size` samples, or what the plan gives it (a budget's allocation).
+    As the decide loop's sampler (`DynamicSampling.collect(..., sampler=EarlyStopping())`), the
+    groups it stops are dropped and refilled.
 
     >>> from gfcr.workloads import BernoulliPrompts
     >>> h = PromptHistory()
     >>> for _ in range(10):
     ...     h.update("synthetic/0", [0.0] * 8)
     >>> env = BernoulliPrompts([0.0, 0.5], seed=0)
-    >>> batch = EarlyStopping(group_size=8, wave=2).collect(env.run, env.task_ids, h)
-    >>> batch.stopped, batch.samples  # the hopeless prompt stopped after its first wave
-    ({'synthetic/0': 2}, 10)
+    >>> draw = EarlyStopping(group_size=8, wave=2).sample(env.run, dict.fromkeys(env.task_ids, 8), h)
+    >>> draw.stopped, draw.samples  # the hopeless prompt stopped after its first wave: 6 samples saved
+    ({'synthetic/0': 6}, 10)
     """
 
     group_size: int = 8
@@ -48,9 +52,16 @@ class EarlyStopping:
         if not 0.0 < self.confidence < 1.0:
             raise ConfigError(f"confidence must be in (0, 1), got {self.confidence}")
 
-    def decided(self, rewards: Sequence[float], stats: PromptStats, success_at: float = 1.0) -> bool:
-        """Whether to stop sampling: the group is full, or its remaining samples would agree."""
-        remaining = self.group_size - len(rewards)
+    def decided(
+        self,
+        rewards: Sequence[float],
+        stats: PromptStats,
+        success_at: float = 1.0,
+        remaining: int | None = None,
+    ) -> bool:
+        """Whether to stop sampling: no samples remain (default: `group_size` less those drawn), or
+        the remaining ones would agree with those drawn."""
+        remaining = self.group_size - len(rewards) if remaining is None else remaining
         if remaining <= 0:
             return True
         if not rewards or is_informative(rewards):
@@ -60,33 +71,32 @@ class EarlyStopping:
         all_same = beta_moment(a, b, remaining) if successes else beta_moment(b, a, remaining)
         return all_same >= self.confidence
 
-    def collect(self, run: RunFn, task_ids: Sequence[str], history: PromptHistory) -> Batch:
-        """Sample every prompt of `task_ids`; keep the informative full groups."""
-        drawn: dict[str, list[Trajectory]] = {t: [] for t in task_ids}
-        open_ids = list(task_ids)
-        batch = Batch()
+    def sample(self, run: RunFn, plan: SamplePlan, history: PromptHistory) -> Draw:
+        """Draw `plan[t]` samples of each prompt in waves; `history` (not updated here) is the
+        evidence each decision adds the wave's outcomes to."""
+        drawn: dict[str, list[Trajectory]] = {t: [] for t in plan}
+        asked = dict.fromkeys(plan, 0)  # samples requested so far (failed episodes included)
+        draw = Draw(drawn)
+        open_ids = [t for t, n in plan.items() if n > 0]
         while open_ids:
-            plan = {t: min(self.wave, self.group_size - len(drawn[t])) for t in open_ids}
-            trajectories = run(plan)
-            batch.rounds += 1
-            batch.samples += len(trajectories)
+            wave = {t: min(self.wave, plan[t] - asked[t]) for t in open_ids}
+            trajectories = run(wave)
+            draw.runs += 1
+            draw.samples += len(trajectories)
             for task_id, group in group_by_task(trajectories).items():
                 drawn[task_id] += group
             still_open = []
             for task_id in open_ids:
+                asked[task_id] += wave[task_id]
                 rewards = [t.total_reward for t in drawn[task_id]]
-                if not self.decided(rewards, history.get(task_id), history.success_at):
+                remaining = plan[task_id] - asked[task_id]
+                if not self.decided(rewards, history.get(task_id), history.success_at, remaining):
                     still_open.append(task_id)
-                elif len(rewards) < self.group_size:
-                    batch.stopped[task_id] = len(rewards)
+                elif remaining > 0:
+                    draw.stopped[task_id] = remaining
             open_ids = still_open
-        observe(history, drawn)
-        for task_id, group in drawn.items():
-            if task_id not in batch.stopped and is_informative([t.total_reward for t in group]):
-                batch.groups[task_id] = group
-            else:
-                batch.dropped += 1
-        return batch
+        draw.groups = {t: group for t, group in drawn.items() if group}
+        return draw
 
 
 @dataclass(frozen=True)

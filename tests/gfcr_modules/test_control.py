@@ -18,7 +18,6 @@ from gfcr.control import (
     BudgetScheduler,
     ControlConfig,
     DynamicSampling,
-    EarlyStopping,
     GresoSelector,
     OffPolicyMix,
     PromptHistory,
@@ -31,6 +30,7 @@ from gfcr.control import (
     p_informative,
 )
 from gfcr.core import Action, Task
+from gfcr.core.config import from_dict
 from gfcr.core.policy import Completion, SamplingParams
 from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.tasks import TaskSource
@@ -150,13 +150,16 @@ def test_early_stopping_saves_samples_and_keeps_the_decisions():
     probs = [0.0] * 40 + [1.0] * 40 + [0.5] * 20
     env = BernoulliPrompts(probs, seed=5)
     history = informed_history(env, rounds=8)  # 64 equal outcomes: strong evidence
-    batch = EarlyStopping(group_size=8, wave=2, confidence=0.9).collect(env.run, env.task_ids, history)
+    config = from_dict(ControlConfig, {"early_stopping": True, "wave": 2, "confidence": 0.9})
+    batch = RolloutController(config, history).collect(env.run, env.task_ids)
     assert batch.samples < 0.5 * 8 * len(probs)  # most zero-variance prompts stop after a wave
     stopped_p = {env.probs[t] for t in batch.stopped}
     assert stopped_p <= {0.0, 1.0}  # only prompts that truly give zero-variance groups stop
+    assert batch.saved == sum(8 - drawn for drawn in batch.stopped.values()) > 0
     kept_p = {env.probs[t] for t in batch.groups}
     assert kept_p == {0.5} and len(batch.groups) >= 18  # informative prompts ran full groups
     assert all(len(g) == 8 for g in batch.groups.values())
+    assert batch.dropped == len(batch.stopped) and batch.rounds == 1 and batch.runs == 4  # 8 in waves of 2
 
 
 def test_off_policy_mix_ratio():
@@ -283,7 +286,7 @@ def test_dynamic_sampling_and_budgets_drive_the_real_runner():
 
 
 def test_control_config_is_validated():
-    with pytest.raises(ConfigError, match="not both"):
+    with pytest.raises(ConfigError, match="keep one"):
         ControlConfig(sample_budget=10, token_budget=10)
     with pytest.raises(ConfigError):
         ControlConfig(branch_at={0: 2})
@@ -291,7 +294,7 @@ def test_control_config_is_validated():
         ControlConfig(length_factor=2.0)
 
 
-@pytest.mark.parametrize("selector", ["uniform", "greso", "thompson"])
+@pytest.mark.parametrize("selector", ["uniform", "greso", "vcrl", "thompson", "sec"])
 def test_a_controller_loaded_from_its_state_dict_schedules_the_same(selector, through_checkpoint):
     env = BernoulliPrompts([0.0] * 10 + [0.5] * 10 + [1.0] * 10, seed=2)
     specs = [EpisodeSpec(EnvConfig("synthetic"), task_id) for task_id in env.task_ids]
