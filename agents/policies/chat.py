@@ -89,7 +89,7 @@ def load_chat_encoder(path: str, tokenizer: Any = None) -> ChatEncoder:
 
 
 class ChatTokens:
-    """Mixin for policies with a `chat: ChatEncoder`: the `TokenPolicy` methods, through it."""
+    """Mixin for policies with a `chat: ChatEncoder`: the `DecodingPolicy` methods, through it."""
 
     chat: ChatEncoder
 
@@ -98,3 +98,6 @@ class ChatTokens:
 
     def encode_observation(self, messages: Sequence[Message], after: Sequence[int]) -> list[int]:
         return self.chat.observation_ids(messages, after)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.chat.completion_text(ids)

@@ -4,7 +4,9 @@ Requests are expanded to one row per sample (`n`), grouped by their sampling set
 generated in left-padded batches of similar prompt lengths, at most `max_batch_size` rows and
 `max_batch_tokens` padded prompt tokens each (one long prompt does not pad the whole batch to its
 length). Log-probabilities are those of
-the model's raw logits (before temperature and top-p), as vLLM reports them by default. Each
+the model's raw logits (before temperature and top-p), as vLLM reports them by default; entropies
+(`Completion.entropies`) are those of the distribution each token is drawn from, the logits after
+temperature and top-p (under greedy decoding, the raw logits). Each
 seeded sample draws from a random generator of its own (`_RowSampler`, seeded by `sample_seed`), so
 its tokens depend on its seed and prompt, not on which other requests shared its batch: a seeded
 run samples the same whether the runner batched it under load or idle. The device is chosen
@@ -176,15 +178,14 @@ class HFPolicy(ChatTokens):
             torch.arange(width) >= torch.tensor([[width - len(rows[i].prompt_ids)] for i in live])
         ).long()
         sampling = rows[live[0]].sampling
-        sample = sampling.temperature > 0
-        sampler = [_RowSampler([rows[i].seed for i in live], sampling, self.device)] if sample else None
+        sampler = _RowSampler([rows[i].seed for i in live], sampling, self.device)
         with torch.inference_mode():
             generated = self.model.generate(
                 input_ids=input_ids.to(self.device),
                 attention_mask=attention_mask.to(self.device),
                 max_new_tokens=max(budgets[i] for i in live),
                 do_sample=False,  # greedy over the sampler's perturbed scores: a draw per row
-                logits_processor=sampler,
+                logits_processor=[sampler],
                 temperature=None,
                 top_p=None,
                 top_k=None,
@@ -204,6 +205,7 @@ class HFPolicy(ChatTokens):
             ],
             dim=1,
         ).tolist()  # (B, T): logprob of each sampled token under the raw logits
+        entropies = torch.stack(sampler.entropies, dim=1).tolist()  # (B, T)
         for row_number, i in enumerate(live):
             ids, finish = self._cut(new_tokens[row_number], budgets[i], rows[i].sampling.stop)
             out[i] = Completion(
@@ -212,6 +214,7 @@ class HFPolicy(ChatTokens):
                 prompt_ids=rows[i].prompt_ids,
                 completion_ids=tuple(ids),
                 logprobs=tuple(logprobs[row_number][: len(ids)]),
+                entropies=tuple(entropies[row_number][: len(ids)]),
                 prompt_tokens=len(rows[i].prompt_ids),
                 completion_tokens=len(ids),
             )
@@ -260,30 +263,43 @@ def sample_seed(seed: int | None, k: int, prompt_ids: Sequence[int]) -> int | No
 
 
 class _RowSampler:
-    """A `transformers` logits processor that samples each row with a random generator of its own.
+    """A `transformers` logits processor that samples each row with a random generator of its own,
+    and records the entropy of the distribution each row draws from.
 
     The Gumbel-max trick: the scores are scaled by the temperature and cut to the top-p nucleus
     (transformers' own warpers), then each row adds `-log(E)`, with E ~ Exp(1) drawn from its
     generator; `generate`'s greedy pick of the largest is then a draw from the row's softmax. A row
-    without a seed draws from torch's global generator.
+    without a seed draws from torch's global generator. At temperature 0 the scores pass unchanged
+    (greedy decoding).
+
+    `entropies` holds one (B,) tensor per generated token: the entropy (nats) of the softmax of
+    the scores after the warpers, before the draws (at temperature 0, of the raw scores).
     """
 
     def __init__(self, seeds: list[int | None], sampling: SamplingParams, device: str) -> None:
         import torch
         from transformers import TemperatureLogitsWarper, TopPLogitsWarper
 
-        self.warpers: list[Any] = [TemperatureLogitsWarper(sampling.temperature)]
-        if sampling.top_p < 1.0:
+        sample = sampling.temperature > 0
+        self.warpers: list[Any] = [TemperatureLogitsWarper(sampling.temperature)] if sample else []
+        if sample and sampling.top_p < 1.0:
             self.warpers.append(TopPLogitsWarper(sampling.top_p))
-        self.generators = [
-            None if seed is None else torch.Generator(device).manual_seed(seed) for seed in seeds
-        ]
+        self.generators = (
+            [None if seed is None else torch.Generator(device).manual_seed(seed) for seed in seeds]
+            if sample
+            else None
+        )
+        self.entropies: list[Any] = []
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import torch
 
         for warper in self.warpers:
             scores = warper(input_ids, scores)
+        # entr(p) = -p log p, 0 where top-p cut a token (p = 0)
+        self.entropies.append(torch.special.entr(torch.softmax(scores, dim=-1)).sum(dim=-1))  # (B,)
+        if self.generators is None:
+            return scores
         draws = torch.stack(
             [torch.empty_like(scores[0]).exponential_(generator=g) for g in self.generators]
         )  # (B, V): each row's from its own generator, whatever shares the batch

@@ -5,6 +5,12 @@
 token-in-token-out ids — is written once. With a `TokenPolicy`, the trajectory's token data is
 the prompt's ids, then each turn's sampled ids (loss mask 1, their logprobs) and, between turns,
 the observation's ids (loss mask 0, logprob 0.0); text is never re-tokenized.
+
+An episode branches into independent copies for tree rollouts: `branch` after a turn, and
+`branch_tokens` inside the turn just taken (TreeRL's EPTree, Hou et al. 2025), a copy that takes
+that turn again from the parent's first sampled tokens. A branch's `cost.tokens_out` counts only
+the tokens the policy generated for it: its shared prefix was generated once, by its parent, and
+is counted there (so the tokens out of a tree sum to the tokens it cost).
 """
 
 from __future__ import annotations
@@ -13,14 +19,16 @@ import copy
 import hashlib
 import time
 from collections.abc import Hashable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any, cast
 
 from gfcr.core import Action, Message, Provenance, Step, TokenData, Trajectory, parse_action
 from gfcr.core.admission import add_waits
-from gfcr.core.policy import Completion, Policy, Request, SamplingParams, TokenPolicy
+from gfcr.core.policy import Completion, DecodingPolicy, Policy, Request, SamplingParams, TokenPolicy
+from gfcr.core.trajectory import Cost
 from gfcr.core.verdict import SUCCESS_REWARD, solved
+from gfcr.errors import ConfigError, EpisodeError
 
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 
@@ -35,6 +43,25 @@ def keeps_tokens(policy_class: Hashable) -> bool:
 def episode_solved(trajectory: Trajectory, threshold: float = SUCCESS_REWARD) -> bool:
     """Whether the episode ran to its end (no infrastructure failure) and its reward `solved` the task."""
     return trajectory.status == "ok" and solved(trajectory.total_reward, threshold)
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """Where an episode stood before its last turn: what a token branch rewinds to."""
+
+    messages: int  # len(messages)
+    token_ids: int  # len(tokens.completion_ids), the observation before the turn included
+    policy_tokens: int  # `completion_tokens`
+    cost: Cost
+
+
+@dataclass(frozen=True)
+class _Prefix:
+    """The parent's first sampled tokens of a turn, that a token branch's turn starts with."""
+
+    ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    entropies: tuple[float, ...] | None
 
 
 class Episode:
@@ -80,20 +107,31 @@ class Episode:
             )
         self.done = False
         self._observation: tuple[Sequence[Message], list[int]] | None = None  # to encode before the next turn
+        self.branch_key = ""  # a token branch's own id: its turns sample with seeds of their own
+        self._shared_tokens = 0  # policy tokens of this episode that an ancestor generated (and counts)
+        self._before_turn: _Turn | None = None
+        self._prefix: _Prefix | None = None  # a token branch's forced start of its next turn
 
     @property
     def completion_tokens(self) -> int:
-        """Tokens the policy produced in this episode so far."""
-        return self.trajectory.cost.tokens_out
+        """Tokens the policy produced in this episode so far (a branch's shared prefix included)."""
+        return self._shared_tokens + self.trajectory.cost.tokens_out
 
     def request(self, sampling: SamplingParams) -> Request:
         """The next request; `prompt_ids` set when the episode keeps token ids. A seeded episode's
-        turns each get their own seed (`turn_seed`), so no two turns share their random draws."""
+        turns each get their own seed (`turn_seed`), so no two turns (and no two token branches)
+        share their random draws. A token branch's request continues its forced prefix: the prefix ends
+        `prompt_ids` and counts against `max_tokens`, which caps the whole turn."""
         self._append_observation_tokens()
         if sampling.seed is not None:
-            sampling = replace(sampling, seed=turn_seed(sampling.seed, len(self.trajectory.steps)))
+            seed = turn_seed(sampling.seed, len(self.trajectory.steps), self.branch_key)
+            sampling = replace(sampling, seed=seed)
         tokens = self.trajectory.tokens
         prompt_ids = tuple(tokens.prompt_ids + tokens.completion_ids) if tokens is not None else None
+        if self._prefix is not None and prompt_ids is not None:
+            prompt_ids += self._prefix.ids
+            # >= 1: the parent sampled more than the prefix under the same cap
+            sampling = replace(sampling, max_tokens=max(1, sampling.max_tokens - len(self._prefix.ids)))
         return Request(
             tuple(self.messages),
             self.tools,
@@ -104,19 +142,29 @@ class Episode:
         )
 
     def action(self, completion: Completion) -> str | Action:
-        """What the env is given: the raw text, or an `Action` when the server parsed tool calls."""
-        return Action(completion.text, completion.tool_calls) if completion.tool_calls else completion.text
+        """What the env is given: the raw text, or an `Action` when the server parsed tool calls
+        (a token branch's: the text of its whole turn, forced prefix first)."""
+        return _action(self._whole_turn(completion))
 
     def record(self, completion: Completion, result: StepResult, *, policy_s: float, env_s: float) -> None:
-        """Add one turn: the completion, the env's answer to it, and their cost."""
+        """Add one turn: the completion (after a token branch's forced prefix), the env's answer to
+        it, and their cost; `tokens_out` grows by the tokens the policy generated, the prefix not."""
         obs, reward, terminated, truncated, info = result
         trajectory = self.trajectory
+        tokens = trajectory.tokens
+        self._before_turn = _Turn(
+            len(self.messages),
+            len(tokens.completion_ids) if tokens is not None else 0,
+            self.completion_tokens,
+            copy.deepcopy(trajectory.cost),
+        )
         trajectory.cost.policy_s += policy_s
         trajectory.cost.env_s += env_s
         trajectory.cost.wait_s = add_waits(trajectory.cost.wait_s, info.get("wait_s"))
         trajectory.cost.tokens_in += completion.prompt_tokens
         trajectory.cost.tokens_out += completion.completion_tokens or len(completion.completion_ids or ())
-        self.actions.append(self.action(completion))
+        completion = self._whole_turn(completion)
+        self.actions.append(_action(completion))
         self.messages.append(Message("assistant", completion.text, completion.tool_calls))
         self.messages.extend(info["messages"])
         state = info.get("state")  # the env's final state, recorded for offline verifiers
@@ -134,6 +182,9 @@ class Episode:
         )
         self.done = terminated or truncated
         self._record_tokens(completion, info["messages"])
+        if self._prefix is not None:  # the prefix is this episode's now: in its length, not its cost
+            self._shared_tokens += len(self._prefix.ids)
+            self._prefix = None
 
     def finish(self) -> Trajectory:
         """The trajectory, its wall-clock seconds (`cost.wall_s`) set from `started` to now."""
@@ -147,13 +198,100 @@ class Episode:
         self.done = True
 
     def branch(self, trajectory_id: str) -> Episode:
-        """An independent copy of this episode so far (for a controller that branches it)."""
+        """An independent copy of this episode so far (for a controller that branches it), whose
+        `cost.tokens_out` starts at 0: the tokens so far are the parent's."""
         twin = copy.copy(self)
         twin.trajectory = copy.deepcopy(self.trajectory)
         twin.trajectory.id = trajectory_id
         twin.messages = twin.trajectory.messages
         twin.actions = list(self.actions)
+        twin._shared_tokens = self.completion_tokens
+        twin.trajectory.cost.tokens_out = 0
         return twin
+
+    @property
+    def turn_tokens(self) -> int:
+        """Sampled tokens of the turn just taken (0 before any turn, or without token ids)."""
+        tokens, before = self.trajectory.tokens, self._before_turn
+        return len(tokens.completion_ids) - before.token_ids if tokens and before else 0
+
+    def branch_tokens(self, trajectory_id: str, offset: int) -> Episode:
+        """A copy that takes the turn just taken again, from its first `offset` sampled tokens.
+
+        The copy is this episode as it was before that turn (steps, messages, actions, token ids,
+        cost), with those `offset` ids, their logprobs and entropies as its next turn's forced
+        start: its request continues them (`prompt_ids` end with them), and `record` puts them
+        before what the policy continues with, mask 1, the turn's text decoded from all its ids.
+
+        Raises `ConfigError` for a policy that cannot decode its own ids (`DecodingPolicy`), and
+        `EpisodeError` for an offset outside 1..turn_tokens - 1 (the turn's whole token ids would
+        be a copy of the parent, no token a fresh sample).
+        """
+        if self._tokens is None or not callable(getattr(self.policy, "decode", None)):
+            raise ConfigError(
+                f"branching inside a turn (Decision.branch_tokens) needs a policy with token ids and "
+                f"decode(ids) (a gfcr.core.policy.DecodingPolicy, e.g. hf: or vllm:); {self.policy.name} "
+                f"({type(self.policy).__name__}) has {'no decode' if self._tokens else 'no token ids'}; "
+                "branch between turns (Decision.branches) instead"
+            )
+        tokens, before, count = self.trajectory.tokens, self._before_turn, self.turn_tokens
+        if tokens is None or before is None or not 1 <= offset < count:
+            raise EpisodeError(
+                "branch error",
+                f"cannot branch turn {len(self.trajectory.steps)} at token {offset}: it has {count} "
+                "sampled token ids; a token offset must be in 1..(tokens - 1)",
+            )
+        start = slice(before.token_ids, before.token_ids + offset)
+        twin = self.branch(trajectory_id)
+        twin.branch_key = trajectory_id  # siblings at one offset must not draw alike
+        twin._prefix = _Prefix(
+            tuple(tokens.completion_ids[start]),
+            tuple(tokens.logprobs[start]),
+            None if tokens.entropies is None else tuple(tokens.entropies[start]),
+        )
+        twin._rewind(before)
+        return twin
+
+    def _rewind(self, before: _Turn) -> None:
+        """Undo the last turn (the copy is this episode's own: `branch` made it)."""
+        trajectory = self.trajectory
+        trajectory.steps.pop()
+        self.actions.pop()
+        del self.messages[before.messages :]
+        tokens = trajectory.tokens
+        if tokens is not None:
+            trajectory.tokens = TokenData(
+                tokens.prompt_ids,
+                tokens.completion_ids[: before.token_ids],
+                tokens.loss_mask[: before.token_ids],
+                tokens.logprobs[: before.token_ids],
+                None if tokens.entropies is None else tokens.entropies[: before.token_ids],
+            )
+        trajectory.cost = copy.deepcopy(before.cost)
+        trajectory.cost.tokens_out = 0
+        self._shared_tokens = before.policy_tokens
+        self._observation, self._before_turn, self.done = None, None, False
+
+    def _whole_turn(self, completion: Completion) -> Completion:
+        """A token branch's turn: its forced prefix, then `completion` (what the policy went on
+        with), text decoded from all the turn's ids; any other completion as it is."""
+        prefix = self._prefix
+        if prefix is None:
+            return completion
+        decode = cast(DecodingPolicy, self.policy).decode
+        own = completion.completion_ids
+        return replace(
+            completion,
+            text=decode(prefix.ids + own) if own is not None else decode(prefix.ids) + completion.text,
+            prompt_ids=None if completion.prompt_ids is None else completion.prompt_ids[: -len(prefix.ids)],
+            completion_ids=None if own is None else prefix.ids + own,
+            logprobs=None if completion.logprobs is None else prefix.logprobs + completion.logprobs,
+            entropies=(
+                None
+                if completion.entropies is None or prefix.entropies is None
+                else prefix.entropies + completion.entropies
+            ),
+        )
 
     def _record_tokens(self, completion: Completion, observation: Sequence[Message]) -> None:
         if self._tokens is None:
@@ -166,9 +304,7 @@ class Episode:
             self.trajectory.tokens = None
             return
         ids = list(completion.completion_ids)
-        tokens.completion_ids += ids
-        tokens.loss_mask += [1] * len(ids)
-        tokens.logprobs += list(completion.logprobs) if completion.logprobs is not None else [0.0] * len(ids)
+        tokens.append(ids, sampled=True, logprobs=completion.logprobs, entropies=completion.entropies)
         self._observation = (observation, ids)
 
     def _record_server_tokens(self, completion: Completion) -> None:
@@ -189,35 +325,35 @@ class Episode:
         if prompt[: len(so_far)] != so_far:
             self.trajectory.tokens = None
             return
-        observation = prompt[len(so_far) :]
-        ids = list(completion.completion_ids)
-        tokens.completion_ids += observation + ids
-        tokens.loss_mask += [0] * len(observation) + [1] * len(ids)
-        tokens.logprobs += [0.0] * len(observation)
-        tokens.logprobs += list(completion.logprobs) if completion.logprobs is not None else [0.0] * len(ids)
+        tokens.append(prompt[len(so_far) :], sampled=False)  # the observation
+        tokens.append(completion.completion_ids, sampled=True, logprobs=completion.logprobs)
 
     def _append_observation_tokens(self) -> None:
         """Encode the last observation once another turn follows it (a final one is never encoded)."""
         tokens = self.trajectory.tokens
         if self._observation is None or tokens is None or self._tokens is None:
             return
-        observation_ids = self._tokens.encode_observation(*self._observation)
-        tokens.completion_ids += observation_ids
-        tokens.loss_mask += [0] * len(observation_ids)
-        tokens.logprobs += [0.0] * len(observation_ids)
+        tokens.append(self._tokens.encode_observation(*self._observation), sampled=False)
         self._observation = None
 
 
-def turn_seed(seed: int, turn: int) -> int:
+def _action(completion: Completion) -> str | Action:
+    return Action(completion.text, completion.tool_calls) if completion.tool_calls else completion.text
+
+
+def turn_seed(seed: int, turn: int, branch: str = "") -> int:
     """The sampling seed of turn `turn` (from 0) of an episode seeded `seed`: the episode's own seed
-    on its first turn (single-turn runs sample as before), a hash of both after it.
+    on its first turn (single-turn runs sample as before), a hash of both after it. A token branch
+    hashes its trajectory id in too, so that copies of one prefix do not sample alike.
 
     >>> turn_seed(7, 0), turn_seed(7, 1) == turn_seed(7, 1), turn_seed(7, 1) != turn_seed(7, 2)
     (7, True, True)
+    >>> turn_seed(7, 0, "a.1t3-0") != turn_seed(7, 0, "a.1t3-1")
+    True
     """
-    if turn == 0:
+    if turn == 0 and not branch:
         return seed
-    digest = hashlib.sha256(f"{seed}/{turn}".encode()).digest()
+    digest = hashlib.sha256(f"{seed}/{turn}{'/' + branch if branch else ''}".encode()).digest()
     return int.from_bytes(digest[:7], "big")  # 56 bits: fits every backend's seed type
 
 

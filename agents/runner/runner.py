@@ -25,7 +25,7 @@ import asyncio
 import itertools
 import logging
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
@@ -41,7 +41,7 @@ from gfcr.agents.runner.specs import EpisodeSpec, warn_on_step_budgets
 from gfcr.agents.runner.writer import TrajectoryWriter
 from gfcr.core import Action, Provenance, Trajectory
 from gfcr.core.config import setting
-from gfcr.core.hooks import Controller, ReplaySink, SignalReader
+from gfcr.core.hooks import Controller, Decision, ReplaySink, SignalReader, branch_id
 from gfcr.core.policy import Policy, SamplingParams, check_policy
 from gfcr.errors import ConfigError, EpisodeError, RunStoppedError
 
@@ -469,14 +469,17 @@ class _Run:
         spec = work.spec
         try:
             reset = await self.pool.reset(key, spec.env, spec.task_id, spec.seed)
-            episode = work.prefix or Episode(
-                self.runner.policy,
-                spec.env.env_id,
-                reset,
-                seed=spec.seed,
-                trajectory_id=work.id,
-                started=started,
-            )
+            if work.prefix is not None:  # a branch plays a copy: a retried attempt starts it unplayed
+                episode = work.prefix.branch(work.id)
+            else:
+                episode = Episode(
+                    self.runner.policy,
+                    spec.env.env_id,
+                    reset,
+                    seed=spec.seed,
+                    trajectory_id=work.id,
+                    started=started,
+                )
             holder[0] = episode.trajectory
             for action in episode.actions:  # a branch: bring the fresh env to the prefix's state
                 await self.pool.step(key, action)
@@ -516,28 +519,38 @@ class _Run:
             self._after_step(work, episode)
 
     def _after_step(self, work: _Work, episode: Episode) -> None:
-        """Filter signals, runner limits, then Control's decision."""
+        """Filter signals, runner limits, then Control's decision (branches inside the turn just
+        taken even when it ended the episode)."""
         trajectory, config = episode.trajectory, self.config
         for reader in self.runner.filters:
             try:
                 reader.on_step(trajectory, trajectory.steps[-1])
             except Exception as e:  # a filter's bug fails this episode, not the run
                 raise EpisodeError("filter error", f"{type(reader).__name__}: {type(e).__name__}: {e}") from e
-        if episode.done:
-            return
         over_turns = config.max_turns is not None and len(trajectory.steps) >= config.max_turns
         over_tokens = (
             config.max_episode_tokens is not None and episode.completion_tokens >= config.max_episode_tokens
         )
-        if over_turns or over_tokens:
+        if not episode.done and (over_turns or over_tokens):
             episode.truncate()
-            return
         decision = self.runner.controller.after_step(trajectory)
-        for number in range(decision.branches):
-            branch_id = f"{work.id}.{len(trajectory.steps)}-{number}"
-            self.queue.appendleft(_Work(work.spec, branch_id, prefix=episode.branch(branch_id)))
-        if decision.stop:
+        self.queue.extendleft(self._branches(work, episode, decision))
+        if decision.stop and not episode.done:
             episode.truncate()
+
+    def _branches(self, work: _Work, episode: Episode, decision: Decision) -> list[_Work]:
+        """The branches Control asked for: inside the turn just taken, then after it (none after
+        the last). All are made before any is queued: a bad offset fails the episode, no child."""
+        turn, numbers = len(episode.trajectory.steps), Counter[int]()
+        branches = []
+        for offset in decision.branch_tokens:
+            child = branch_id(work.id, turn, numbers[offset], offset)
+            numbers[offset] += 1
+            branches.append(_Work(work.spec, child, prefix=episode.branch_tokens(child, offset)))
+        for number in range(0 if episode.done else decision.branches):
+            child = branch_id(work.id, turn, number)
+            branches.append(_Work(work.spec, child, prefix=episode.branch(child)))
+        return branches
 
     async def _step(self, key: str, action: str | Action) -> StepResult:
         self.stepping += 1

@@ -78,7 +78,9 @@ class Completion:
     `text` is the raw model output (tool calls included, as the model wrote them); `tool_calls`
     are the calls a server parsed natively (empty when the env should parse `text`).
     `completion_ids` are the sampled tokens, the end-of-turn token included when one was sampled;
-    `logprobs` their log-probabilities under the model. `finish_reason` is "stop" or "length".
+    `logprobs` their log-probabilities under the model; `entropies` the entropy (nats) of the
+    distribution each token was drawn from, where the backend computes it (see its docs for
+    which distribution). `finish_reason` is "stop" or "length".
     """
 
     text: str
@@ -87,6 +89,7 @@ class Completion:
     prompt_ids: tuple[int, ...] | None = None
     completion_ids: tuple[int, ...] | None = None
     logprobs: tuple[float, ...] | None = None
+    entropies: tuple[float, ...] | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -136,6 +139,18 @@ class TokenPolicy(Policy, Protocol):
     def encode_observation(self, messages: Sequence[Message], after: Sequence[int]) -> list[int]:
         """Token ids that follow the policy's own tokens `after`: the end of its turn, the env's
         `messages`, and the next generation prompt."""
+        ...
+
+
+@runtime_checkable
+class DecodingPolicy(TokenPolicy, Protocol):
+    """A `TokenPolicy` that also turns its own sampled ids back into text: what the runner needs
+    to branch an episode inside a turn (a branch continues the parent's first tokens, and its
+    action is the text of those and its own together)."""
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text a completion of sampled `ids` has (`Completion.text`): special tokens kept,
+        the end-of-turn token that closed them left out."""
         ...
 
 

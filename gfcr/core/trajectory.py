@@ -6,7 +6,7 @@ import json
 import math
 import os
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,21 +51,59 @@ class TokenData:
     `completion_ids` covers every token after the prompt: the policy's own tokens and the
     observation tokens appended between turns; `loss_mask` is 1 on the former, 0 on the latter;
     `logprobs` are the sampling log-probabilities (0.0 where the policy did not sample).
-    Shapes: len(completion_ids) == len(loss_mask) == len(logprobs).
+    `entropies`, where the policy reports them, are the entropies (nats) of the distributions the
+    policy's tokens were sampled from (0.0 on observation tokens); None where any turn lacked them.
+    Shapes: len(completion_ids) == len(loss_mask) == len(logprobs) (== len(entropies)).
+
+    >>> tokens = TokenData([1])
+    >>> tokens.append([5, 6], sampled=True, logprobs=[-0.5, -0.1], entropies=[2.0, 0.5])
+    >>> tokens.append([9], sampled=False)
+    >>> tokens.loss_mask, tokens.logprobs, tokens.entropies
+    ([1, 1, 0], [-0.5, -0.1, 0.0], [2.0, 0.5, 0.0])
     """
 
     prompt_ids: list[int] = field(default_factory=list)
     completion_ids: list[int] = field(default_factory=list)
     loss_mask: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
+    entropies: list[float] | None = None
 
     def __post_init__(self) -> None:
         lengths = {len(self.completion_ids), len(self.loss_mask), len(self.logprobs)}
+        if self.entropies is not None:
+            lengths.add(len(self.entropies))
         if len(lengths) != 1:
+            entropies = "" if self.entropies is None else f", entropies {len(self.entropies)}"
             raise DataError(
                 f"token data lengths differ: completion_ids {len(self.completion_ids)}, "
-                f"loss_mask {len(self.loss_mask)}, logprobs {len(self.logprobs)}; they must be equal"
+                f"loss_mask {len(self.loss_mask)}, logprobs {len(self.logprobs)}{entropies}; "
+                "they must be equal"
             )
+
+    def append(
+        self,
+        ids: Sequence[int],
+        *,
+        sampled: bool,
+        logprobs: Sequence[float] | None = None,
+        entropies: Sequence[float] | None = None,
+    ) -> None:
+        """Add `ids` after the completion so far: the policy's own tokens (`sampled`: loss mask 1,
+        their `logprobs`, 0.0 where None) or observation tokens (mask 0, logprob 0.0).
+
+        Entropies are kept while every sampled span has them, from the first: a span without them
+        drops them all (a partial list would not line up with the tokens it leaves out).
+        """
+        if not sampled:
+            if self.entropies is not None:
+                self.entropies += [0.0] * len(ids)
+        elif entropies is None or (self.entropies is None and self.completion_ids):
+            self.entropies = None
+        else:
+            self.entropies = (self.entropies or []) + list(entropies)
+        self.completion_ids += ids
+        self.loss_mask += [int(sampled)] * len(ids)
+        self.logprobs += list(logprobs) if sampled and logprobs is not None else [0.0] * len(ids)
 
 
 @dataclass
@@ -128,6 +166,8 @@ class Trajectory:
     remote: dict[str, Any] | None = None
     # the tool specs offered to the policy (OpenAI function schemas), what the model saw beside the prompt
     tools: list[dict[str, Any]] = field(default_factory=list)
+    # the guidance text put into the prompt (`gfcr.generate.GuidedPolicy`), "" for an unguided episode
+    guidance: str = ""
 
     @property
     def total_reward(self) -> float:
@@ -146,10 +186,14 @@ class Trajectory:
             for optional in ("state", "finish_reason"):  # lines stay as they were before these existed
                 if step[optional] is None:
                     del step[optional]
+        if data["tokens"] is not None and data["tokens"]["entropies"] is None:  # likewise
+            del data["tokens"]["entropies"]
         if data["remote"] is None:  # lines of local envs stay as they were before it existed
             del data["remote"]
         if not data["tools"]:  # likewise lines of episodes offered no tools
             del data["tools"]
+        if not data["guidance"]:  # likewise lines of unguided episodes
+            del data["guidance"]
         data["messages"] = [m.to_dict() for m in self.messages]
         data["total_reward"] = self.total_reward
         return data
