@@ -10,6 +10,7 @@
   episode a verifier marked as failed), `LengthBudget` (length control).
 - `OffPolicyMix`: the share of replayed data in a batch.
 - `TemperatureBySuccess`: a sampling temperature per prompt, from its posterior.
+- `AdaptiveGuidance`: guidance only for prompts the policy fails; `guided` builds a trainer's.
 - `RolloutController` + `ControlConfig` (the `[control]` table): all of the above, as the
   runner's Control hook and as the decide loop `collect(run, task_ids)`.
 
@@ -23,6 +24,7 @@ gfcr.errors.UnknownNameError: unknown selector 'thmpson'; did you mean 'thompson
 from gfcr.control.budget import BudgetScheduler
 from gfcr.control.controller import ControlConfig, Decision, RolloutController, make_selector
 from gfcr.control.dynamic import Batch, Draw, DynamicSampling, RunFn, SamplePlan, observe
+from gfcr.control.guidance import AdaptiveGuidance, guided
 from gfcr.control.mixing import OffPolicyMix
 from gfcr.control.posterior import PromptHistory, PromptStats, beta_moment, is_informative, p_informative
 from gfcr.control.selection import (
@@ -41,6 +43,7 @@ from gfcr.control.temperature import TemperatureBySuccess
 
 __all__ = [
     "SELECTORS",
+    "AdaptiveGuidance",
     "Batch",
     "BudgetScheduler",
     "ControlConfig",
@@ -65,6 +68,7 @@ __all__ = [
     "UniformSelector",
     "VarianceSelector",
     "beta_moment",
+    "guided",
     "is_informative",
     "make_selector",
     "observe",

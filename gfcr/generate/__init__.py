@@ -14,7 +14,7 @@
 """
 
 from gfcr.generate.groups import expand_groups, group_by_task
-from gfcr.generate.guidance import FewShot, Guide, GuidedPolicy, Plan, first_user_text, inject
+from gfcr.generate.guidance import FewShot, GuidanceConfig, Guide, GuidedPolicy, Plan, first_user_text, inject
 from gfcr.generate.tree import (
     TREE_ESTIMATORS,
     BranchAt,
@@ -30,6 +30,7 @@ __all__ = [
     "BranchAt",
     "FewShot",
     "Guide",
+    "GuidanceConfig",
     "GuidedPolicy",
     "Node",
     "Plan",
