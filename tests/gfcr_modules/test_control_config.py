@@ -20,6 +20,7 @@ from gfcr.control import (
     ThompsonSelector,
     VarianceSelector,
     is_informative,
+    task_category,
 )
 from gfcr.core import Step, Trajectory
 from gfcr.core.config import from_dict
@@ -242,3 +243,12 @@ def test_the_runner_samples_each_prompt_at_the_temperature_control_chose():
     planned = c.episodes(specs, {solved: 1, unseen: 1}, seed=0)
     assert [s.sampling for s in planned] == [{"temperature": 1.3}, {}]
     assert dataclasses.replace(planned[0], sampling={}).id == planned[0].id
+
+
+def test_sec_groups_the_bundled_envs_tasks_by_their_family():
+    math = {task_category(s.task_id) for s in episodes_for_env("gfcr/Math-v0", 374, kwargs={"split": "all"})}
+    assert math == {"mmath/MATH500", "mmath/AIME2024", "mmath/AIME2025", "mmath/CNMO"}  # the MMATH splits
+    sql = {task_category(s.task_id) for s in episodes_for_env("gfcr/SQL-v0", 400)}
+    assert sql == {"chinook", "tau2_airline", "tau2_retail"}  # one arm per database
+    browser = {task_category(s.task_id) for s in episodes_for_env("gfcr/Browser-v0", 400)}
+    assert {"miniwob/click-button", "miniwob/book-flight"} <= browser  # one per page family
