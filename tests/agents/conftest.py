@@ -1,4 +1,5 @@
-"""Fixtures of the agents' tests: the vLLM policy where a GPU is (the tiny model is in tests/conftest.py)."""
+"""Fixtures of the agents' tests: the vLLM policy where a GPU is (the tiny model is in tests/conftest.py),
+and the tiny model in each backend that keeps token ids."""
 
 from __future__ import annotations
 
@@ -29,3 +30,9 @@ def vllm_policy(tiny_model):
     from gfcr.agents.policies.vllm import VLLMPolicy
 
     return VLLMPolicy(tiny_model, enforce_eager=True, gpu_memory_utilization=0.3)
+
+
+@pytest.fixture(params=["hf", "vllm"])
+def token_policy(request):
+    """The tiny model in each backend that keeps token ids (vLLM only where a GPU is)."""
+    return request.getfixturevalue(f"{request.param}_policy")

@@ -58,12 +58,6 @@ def segments(mask: list[int], values: list) -> list[tuple[int, list]]:
     return runs
 
 
-@pytest.fixture(params=["hf", "vllm"])
-def token_policy(request):
-    """The tiny model in each backend that keeps token ids (vLLM only where a GPU is)."""
-    return request.getfixturevalue(f"{request.param}_policy")
-
-
 @pytest.mark.timeout(240)
 def test_a_multi_turn_tool_episode_keeps_the_emitted_ids_and_decodes_to_the_transcript(token_policy):
     policy = FirstTurnCallsEcho(token_policy)

@@ -149,6 +149,30 @@ def test_token_branches_reproduce_under_the_same_seeds(single_turn_tree, hf_poli
     assert {t.id: t.tokens.completion_ids for t in again.trajectories} == first
 
 
+@pytest.mark.timeout(240)
+def test_each_token_backend_branches_inside_a_turn(token_policy):
+    """hf: and vllm: (where a GPU is): the child continues the parent's ids and logprobs."""
+    spec = EpisodeSpec(env_config("test/SaysBack-v0"), "say", seed=3)
+    result = Runner(token_policy, config(), controller=Branching(offsets=(2, 2))).run([spec])
+    by_id = {t.id: t for t in result.trajectories}
+    parent, children = by_id[spec.id], [by_id[f"{spec.id}.1t2-{n}"] for n in range(2)]
+    for child in children:
+        assert turn_ids(child)[:2] == turn_ids(parent)[:2]
+        assert child.tokens.logprobs[:2] == parent.tokens.logprobs[:2]
+        assert child.steps[0].observation == f"you wrote: {token_policy.decode(turn_ids(child))}"
+    assert turn_ids(children[0]) != turn_ids(children[1])
+
+
+def test_the_episode_token_limit_counts_the_prefix(hf_policy):
+    """A child's turn, forced prefix included, stays within max_episode_tokens as its parent's did."""
+    runner_config = RunnerConfig(sampling=SamplingParams(max_tokens=MAX_TOKENS), max_episode_tokens=6)
+    spec = EpisodeSpec(env_config("test/SaysBack-v0"), "say", seed=3)
+    result = Runner(hf_policy, runner_config, controller=Branching(offsets=(4, 4))).run([spec])
+    assert len(result.trajectories) == 3 and result.failed == 0
+    assert all(len(turn_ids(t)) <= 6 for t in result.trajectories)
+    assert sum(len(turn_ids(t)) == 6 for t in result.trajectories) == 3  # a random model fills its cap
+
+
 def test_a_multi_turn_branch_rewinds_to_before_its_turn(hf_policy):
     """Turn 2 of an Echo episode branched at token 3; turn 1 branched into 2 copies."""
     spec = EpisodeSpec(env_config("test/Echo-v0"), "turns-2", seed=1)
