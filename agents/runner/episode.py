@@ -120,8 +120,8 @@ class Episode:
     def request(self, sampling: SamplingParams) -> Request:
         """The next request; `prompt_ids` set when the episode keeps token ids. A seeded episode's
         turns each get their own seed (`turn_seed`), so no two turns (and no two token branches)
-        share their random draws. A token branch's request continues its forced prefix: the prefix ends
-        `prompt_ids` and counts against `max_tokens`, which caps the whole turn."""
+        share their random draws. A token branch's request continues its forced prefix: the
+        prefix ends `prompt_ids` and counts against `max_tokens`, which caps the whole turn."""
         self._append_observation_tokens()
         if sampling.seed is not None:
             seed = turn_seed(sampling.seed, len(self.trajectory.steps), self.branch_key)

@@ -61,7 +61,8 @@ class Controller:
         return episodes
 
     def after_step(self, trajectory: Trajectory) -> Decision:
-        """Called after every step of an episode, its last included (then only `branch_tokens` act)."""
+        """Called after every step of an episode, its last included: there (`trajectory.steps[-1]`
+        terminated or truncated) only `branch_tokens` act."""
         return Decision()
 
 
