@@ -3,9 +3,11 @@
 Each field declares its help text (`gfcr.core.config.setting`, the only place it is written).
 Sections of the TOML file map to the dataclasses below; unknown keys are an error that names the
 known ones. `[rollout]` is one flat table: the trainer's own keys (`backend`, `prompts_per_step`,
-`group_size`, `selector`, `vllm_options`) and every setting of the runner it configures
-(`RunnerConfig`, its `SamplingParams` included: `max_tokens`, `temperature`, `concurrency` …),
-declared in the runner alone.
+`group_size`, `vllm_options`) and every setting of the runner it configures (`RunnerConfig`, its
+`SamplingParams` included: `max_tokens`, `temperature`, `concurrency` …), declared in the runner
+alone. The rollout pipeline's stages (`PipelineConfig`: `[control]`, `[generate]`,
+`[overlong_penalty]`, `[replay]`) are declared in their modules and read the same way by TRL's
+`rollout_func`, so one recipe configures both trainers.
 
 >>> cfg = TrainConfig.from_dict({"model": {"path": "runs/tiny"}, "env": {"id": "gfcr/ToolUse-v0"},
 ...                              "loss": {"name": "dapo"}})
@@ -25,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from gfcr.agents import RunnerConfig
-from gfcr.control import SELECTORS
+from gfcr.control import ControlConfig
 from gfcr.core import config
 from gfcr.core.config import setting
 from gfcr.errors import ConfigError, UnknownNameError
-from gfcr.filter import ADVANTAGE_ESTIMATORS
 from gfcr.filter.indicators import THRESHOLDS
+from gfcr.generate import GenerateConfig
 from gfcr.registry import import_modules
+from gfcr.trainers.batching import ESTIMATORS
 from gfcr.trainers.losses import LOSSES
 
 SCHEDULES = ("constant", "linear", "cosine")
@@ -84,10 +87,6 @@ class RolloutConfig:
     )
     prompts_per_step: int = setting(8, "G: groups per optimizer step.")
     group_size: int = setting(8, "K: samples per prompt (>= 2 for group advantages).")
-    selector: str = setting(
-        "uniform",
-        "Control's prompt selector: uniform | greso | vcrl | thompson (also dynamic sampling's).",
-    )
     vllm_options: dict[str, Any] = setting(
         default_factory=dict, help="vllm.LLM keywords (gpu_memory_utilization …)."
     )
@@ -106,54 +105,6 @@ class RolloutConfig:
             )
         if self.prompts_per_step < 1:
             raise ConfigError(f"[rollout] prompts_per_step must be >= 1, got {self.prompts_per_step}")
-        if self.selector not in SELECTORS:
-            raise UnknownNameError(
-                "selector", self.selector, SELECTORS, hint="Set [rollout] selector to one of them"
-            )
-
-
-@dataclass(frozen=True)
-class DynamicSamplingConfig:
-    """`[dynamic_sampling]`: DAPO's dynamic sampling (Yu et al. 2025, §3.2) with
-    `gfcr.control.DynamicSampling`."""
-
-    filter_groups: bool = setting(
-        False,
-        "Drop groups whose rewards are all equal and sample fresh prompts ([rollout] selector) in rounds "
-        "until prompts_per_step informative groups are found.",
-    )
-    oversample: float = setting(1.5, "Each round samples ceil(missing groups × oversample) prompts.")
-    max_rounds: int = setting(8, "Rounds per step at most; the batch may then be short (a warning says so).")
-
-    def __post_init__(self) -> None:
-        if self.oversample < 1.0:
-            raise ConfigError(
-                f"[dynamic_sampling] oversample must be >= 1.0 (1.0: no over-sampling), got {self.oversample}"
-            )
-        if self.max_rounds < 1:
-            raise ConfigError(f"[dynamic_sampling] max_rounds must be >= 1, got {self.max_rounds}")
-
-
-@dataclass(frozen=True)
-class EarlyStoppingConfig:
-    """`[early_stopping]`: sample each step's prompts in waves and stop a prompt once its group is
-    decided (`gfcr.control.EarlyStopping`, after AR3PO's adaptive rollout, Zhang et al. 2025)."""
-
-    enabled: bool = setting(
-        False,
-        "Sample each group in waves; a prompt whose samples all agree, and whose posterior says the rest "
-        "would agree too, stops early and its group is dropped (it would carry no signal).",
-    )
-    wave: int = setting(2, "Samples per prompt per wave (1 <= wave <= [rollout] group_size).")
-    confidence: float = setting(
-        0.9, "Stop when the posterior probability that the remaining samples agree is at least this."
-    )
-
-    def __post_init__(self) -> None:
-        if self.wave < 1:
-            raise ConfigError(f"[early_stopping] wave must be >= 1, got {self.wave}")
-        if not 0.0 < self.confidence < 1.0:
-            raise ConfigError(f"[early_stopping] confidence must be in (0, 1), got {self.confidence}")
 
 
 @dataclass(frozen=True)
@@ -206,7 +157,9 @@ def check_overlong_lengths(max_length: int, cache_length: int) -> None:
 class LossConfig:
     name: str = setting("grpo", "The loss: grpo | dr_grpo | dapo | gspo.")
     estimator: str | None = setting(
-        None, "Advantages: grpo | dr_grpo | rloo (None: dr_grpo for the dr_grpo loss, else grpo)."
+        None,
+        "Advantages (the credit stage): grpo | dr_grpo | rloo per group, treerl | treerpo per tree node "
+        "(None: dr_grpo for the dr_grpo loss, else grpo).",
     )
     epsilon_low: float | None = setting(None, "Lower clip range (None: the loss's default).")
     epsilon_high: float | None = setting(
@@ -223,8 +176,8 @@ class LossConfig:
         object.__setattr__(self, "epsilon_low", low if self.epsilon_low is None else self.epsilon_low)
         object.__setattr__(self, "epsilon_high", high if self.epsilon_high is None else self.epsilon_high)
         estimator = self.estimator or ("dr_grpo" if self.name == "dr_grpo" else "grpo")
-        if estimator not in ADVANTAGE_ESTIMATORS:
-            raise UnknownNameError("advantage estimator", estimator, ADVANTAGE_ESTIMATORS)
+        if estimator not in ESTIMATORS:
+            raise UnknownNameError("advantage estimator", estimator, ESTIMATORS)
         object.__setattr__(self, "estimator", estimator)
         if not 0 <= self.epsilon_low < 1 or self.epsilon_high < 0 or self.beta < 0:  # type: ignore[operator]
             raise ConfigError(
@@ -283,6 +236,52 @@ class ReplaySection:
     max_staleness: int | None = setting(8, "Evict what is more than N policy versions (steps) behind.")
 
 
+# [rollout] sizes every step, and the trainer's seed seeds Control: [control] leaves them out
+CONTROL_FROM_ROLLOUT = ("num_prompts", "group_size", "seed")
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """The rollout pipeline's stages (`gfcr.trainers.pipeline`), each declared in its module:
+    a recipe's part that `gfcr train` and TRL's `rollout_func` read alike.
+
+    >>> stages = PipelineConfig.from_dict({"control": {"selector": "greso"}, "optim": {"lr": 1e-6}})
+    >>> stages.control.selector  # [optim] is the trainer's, left alone
+    'greso'
+    """
+
+    control: ControlConfig = setting(
+        default_factory=ControlConfig,
+        help="Control: which prompts (choose), how many samples (allocate), when to stop or refill (decide).",
+        exclude=CONTROL_FROM_ROLLOUT,
+    )
+    generate: GenerateConfig = setting(
+        default_factory=GenerateConfig, help="Generate: trees (branches inside turns) and guidance."
+    )
+    overlong_penalty: OverlongPenaltyConfig = setting(
+        default_factory=OverlongPenaltyConfig, help="Filter's judge stage: DAPO's overlong reward shaping."
+    )
+    replay: ReplaySection = setting(default_factory=ReplaySection, help="Replay's keep stage: the buffer.")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PipelineConfig:
+        """The stages from a recipe's tables; the trainer-only ones ([model], [optim] …) are left alone."""
+        return config.from_dict(cls, {key: data[key] for key in PIPELINE_SECTIONS if key in data})
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> PipelineConfig:
+        """The stages of a recipe file (e.g. examples/methods/dapo.toml)."""
+        return cls.from_dict(read_toml(path))
+
+
+PIPELINE_SECTIONS = ("control", "generate", "overlong_penalty", "replay")
+MOVED = {  # (section, key or None for all of it) -> where it is now
+    ("rollout", "selector"): "[control] selector",
+    ("dynamic_sampling", None): "[control] dynamic_sampling = true (filter_groups), oversample, max_rounds",
+    ("early_stopping", None): "[control] early_stopping = true (enabled), wave, confidence",
+}
+
+
 @dataclass(frozen=True)
 class DiagnoseConfig:
     """`[diagnose]`: the pathology indicators logged each RL step (`diagnose/*`, see docs/diagnose.md)
@@ -328,16 +327,9 @@ class TrainConfig:
     loss: LossConfig = setting(default_factory=LossConfig, help="The policy loss.")
     optim: OptimConfig = setting(default_factory=OptimConfig, help="The optimizer.")
     sft: SFTConfig = setting(default_factory=SFTConfig, help="The supervised warm start.")
-    dynamic_sampling: DynamicSamplingConfig = setting(
-        default_factory=DynamicSamplingConfig, help="DAPO's dynamic sampling (Control)."
+    pipeline: PipelineConfig = setting(
+        default_factory=PipelineConfig, help="The rollout pipeline's stages.", flatten=True
     )
-    early_stopping: EarlyStoppingConfig = setting(
-        default_factory=EarlyStoppingConfig, help="Early stopping of decided groups (Control)."
-    )
-    overlong_penalty: OverlongPenaltyConfig = setting(
-        default_factory=OverlongPenaltyConfig, help="DAPO's overlong reward shaping (Filter)."
-    )
-    replay: ReplaySection = setting(default_factory=ReplaySection, help="The replay buffer.")
     log: LogConfig = setting(default_factory=LogConfig, help="Metrics, progress and evaluation.")
     diagnose: DiagnoseConfig = setting(
         default_factory=DiagnoseConfig, help="Pathology indicators and their warning thresholds."
@@ -360,15 +352,11 @@ class TrainConfig:
             raise ConfigError("need steps >= 0, checkpoint_every >= 0, keep_checkpoints >= 1")
         if self.sample_budget is not None and self.sample_budget < 1:
             raise ConfigError(f"sample_budget must be >= 1 (or unset), got {self.sample_budget}")
-        if self.early_stopping.enabled and self.dynamic_sampling.filter_groups:
+        control = self.pipeline.control
+        if control.early_stopping and control.wave > self.rollout.group_size:
             raise ConfigError(
-                "[early_stopping] and [dynamic_sampling] filter_groups both decide how a step samples; "
-                "enable one of them"
-            )
-        if self.early_stopping.enabled and self.early_stopping.wave > self.rollout.group_size:
-            raise ConfigError(
-                f"[early_stopping] wave must be <= [rollout] group_size ({self.rollout.group_size}), "
-                f"got {self.early_stopping.wave}"
+                f"[control] wave must be <= [rollout] group_size ({self.rollout.group_size}), "
+                f"got {control.wave}"
             )
 
     @property
@@ -378,20 +366,30 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        """Build from nested dicts (a parsed TOML file); relative paths stay as written."""
+        """Build from nested dicts (a parsed TOML file); relative paths stay as written. Keys of
+        earlier versions that moved are errors that name their new place."""
+        for (section, key), moved in MOVED.items():
+            if section in data and (key is None or key in (data[section] or {})):
+                old = f"[{section}]" + (f" {key}" if key else "")
+                raise ConfigError(f"{old} moved to {moved}: the rollout pipeline's Control stage")
         return config.from_dict(cls, data)
 
     @classmethod
     def from_toml(cls, path: str | Path) -> TrainConfig:
-        """Read a TOML config file (see examples/)."""
-        try:
-            with open(path, "rb") as f:
-                return cls.from_dict(tomllib.load(f))
-        except FileNotFoundError as e:
-            raise ConfigError(f"config file {str(path)!r} not found") from e
-        except tomllib.TOMLDecodeError as e:
-            raise ConfigError(f"{path}: not valid TOML: {e}") from e
+        """Read a TOML config file (see examples/ and examples/methods/)."""
+        return cls.from_dict(read_toml(path))
 
     def to_dict(self) -> dict[str, Any]:
         """The config as the nested dicts `from_dict` reads (`[rollout]` flat, as in the file)."""
         return config.to_dict(self)
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """A TOML file's tables, with errors that name the file."""
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError as e:
+        raise ConfigError(f"config file {str(path)!r} not found") from e
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from e

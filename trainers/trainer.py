@@ -2,12 +2,12 @@
 
 One RL step:
 
-1. Control picks `prompts_per_step` prompts and `group_size` samples each; the vectorized runner
-   plays them (token-in-token-out, multi-turn, tools) with the current policy; with DAPO's dynamic
-   sampling, in rounds until every group has a reward spread (`rollout.py`);
-2. Filter turns each group's rewards (plus DAPO's overlong penalty, if configured) into advantages
-   (`gfcr.filter.group_advantages`); with a replay buffer, an all-failed group gets a stored
-   correct response (AR3PO rescue) that keeps its old policy's logprobs;
+1. the rollout pipeline (`pipeline.py`) runs the step's rollouts: Control chooses the prompts and
+   allocates their samples, the vectorized runner generates them with the current policy (groups,
+   trees, guidance; token-in-token-out, multi-turn, tools), Filter judges them, Control decides
+   what is stopped, dropped or refilled, Replay keeps them (and rescues all-failed groups);
+2. its credit stage turns the kept groups into samples with per-token advantages (group or tree
+   estimators), old samples with their own behaviour logprobs;
 3. the loss (`losses.py`) is accumulated over micro-batches and AdamW takes a clipped step
    (none when every advantage is 0: `update.policy_update`);
 4. the rollout engine gets the new weights, metrics are logged, a checkpoint is written every
@@ -15,6 +15,8 @@ One RL step:
 
 A supervised warm start (`[sft] steps > 0`, `sft.py`) runs first on filtered trajectories; RL then
 starts with a fresh AdamW and takes the warm-started model as its KL reference (`begin_rl`).
+Building a `Trainer` reads the model and writes nothing; `begin()` (run by `train()`) resumes from
+out_dir's newest checkpoint or clears what an earlier run left there, and writes the config.
 
 >>> import tempfile
 >>> from gfcr.agents.policies.tiny_model import write_tiny_model
@@ -45,26 +47,20 @@ import numpy as np
 import torch
 
 from gfcr.agents import Runner, RunnerConfig, episodes_for_env, make_policy
-from gfcr.control import ControlConfig, RolloutController
 from gfcr.core import EpisodeSpec, Trajectory, read_jsonl, write_jsonl
 from gfcr.core.config import to_dict
 from gfcr.errors import ConfigError
 from gfcr.filter.indicators import replay_indicators
 from gfcr.replay import ReplayBuffer, ReplayConfig
 from gfcr.trainers import checkpoint as ckpt
-from gfcr.trainers.batching import Sample, samples_from_groups
+from gfcr.trainers.batching import Sample
 from gfcr.trainers.config import TrainConfig
 from gfcr.trainers.logging import MetricLogger, TrainProgress
 from gfcr.trainers.models import load_models
+from gfcr.trainers.pipeline import RolloutPipeline, StepBatch, credit_metrics
 from gfcr.trainers.sft import filter_trajectories, sft_samples
-from gfcr.trainers.step_rollouts import (
-    OverlongPenalty,
-    PathologyWatch,
-    Rollouts,
-    StepRollout,
-    rollout_metrics,
-)
 from gfcr.trainers.update import UpdateSettings, fill_old_logprobs, policy_update, sft_update
+from gfcr.trainers.watch import PathologyWatch
 
 logger = logging.getLogger(__name__)
 SFT_DATA = "sft_data.jsonl"  # the teacher's kept trajectories, in out_dir
@@ -73,69 +69,41 @@ REPLAY_FILES = ("replay.db", "replay.db-journal", "replay.db-wal", "replay.db-sh
 
 
 class Trainer:
-    """Trains `config.model` on `config.env`; resumes from the newest checkpoint in `out_dir`.
-
-    Without a checkpoint to resume from (or with `resume=False`) it starts over: what an earlier
-    run wrote in `out_dir` is removed (`clear_outputs`); the SFT data is kept only when resuming
-    and made with the same settings.
+    """Trains `config.model` on `config.env`. `train()` first resumes from the newest checkpoint in
+    `out_dir`, or — without one, or with `resume=False` — starts over: what an earlier run wrote
+    there is removed (`clear_outputs`); the SFT data is kept only when resuming and made with the
+    same settings.
     """
 
     def __init__(self, config: TrainConfig, *, resume: bool = True) -> None:
-        self.config = config
+        self.config, self.resume = config, resume
         self.out = Path(config.out_dir)
-        self.out.mkdir(parents=True, exist_ok=True)
-        latest = ckpt.latest_checkpoint(self.out / "checkpoints") if resume else None
-        if latest is None:
-            self.clear_outputs(keep_sft_data=resume)
         if config.threads:
             torch.set_num_threads(config.threads)
         seed_everything(config.seed)
         self.models = load_models(config)
         self.model = self.models.model
         self.optimizer = self.new_optimizer()
-        optim, rollout = config.optim, config.rollout
-        self.controller = RolloutController(
-            ControlConfig(
-                selector=rollout.selector,
-                num_prompts=rollout.prompts_per_step,
-                group_size=rollout.group_size,
-                seed=config.seed,
-            )
+        pipeline, budget = config.pipeline, episode_token_budget(config)
+        self.replay: ReplayBuffer | None = None  # opened by begin(), in out_dir
+        self.pipeline = RolloutPipeline.from_config(
+            self.models.policy,
+            self._pool_episodes(config.env.num_tasks),
+            pipeline,
+            prompts_per_step=config.rollout.prompts_per_step,
+            group_size=config.rollout.group_size,
+            seed=config.seed,
+            runner=config.rollout.runner,
+            estimator=config.loss.estimator or "grpo",
+            episode_tokens=budget,
         )
-        self.replay = (
-            ReplayBuffer(
-                ReplayConfig(url=str(self.out / "replay.db"), max_staleness=config.replay.max_staleness)
-            )
-            if config.replay.enabled
-            else None
-        )
-        tasks = self._pool_episodes(config.env.num_tasks)
-        self.rollouts = Rollouts(self.models.policy, config, self.controller, self.replay, tasks)
-        budget = episode_token_budget(config)
-        self.overlong = (
-            OverlongPenalty(*config.overlong_penalty.lengths(budget))
-            if config.overlong_penalty.enabled
-            else None
-        )
-        dropper = "[dynamic_sampling] filter_groups" if config.dynamic_sampling.filter_groups else None
-        if config.early_stopping.enabled:
-            dropper = "[early_stopping]"
-        if dropper and self.replay is not None and config.replay.rescue:
-            logger.warning(
-                "[replay] rescue has nothing to rescue with %s: all-failed groups are dropped before it "
-                "runs; use one or the other",
-                dropper,
-            )
-        self.last_rollout: StepRollout | None = None  # the latest RL step's, for inspection
+        self.controller = self.pipeline.controller
+        self.last_rollout: StepBatch | None = None  # the latest RL step's, for inspection
         self.watch = PathologyWatch(config.diagnose)
-        # the config beside the metrics, for `gfcr diagnose OUT_DIR` (its card and levers)
-        (self.out / "config.json").write_text(
-            json.dumps(config.to_dict(), indent=2, default=str), encoding="utf-8"
-        )
         self.settings = UpdateSettings(
             config.loss,
-            micro_batch_size=optim.micro_batch_size,
-            max_grad_norm=optim.max_grad_norm,
+            micro_batch_size=config.optim.micro_batch_size,
+            max_grad_norm=config.optim.max_grad_norm,
             max_tokens=budget,
             pad_id=self.models.pad_id,
             device=self.models.device,
@@ -143,26 +111,48 @@ class Trainer:
         )
         self.step = 0
         self.sft_data: list[Sample] | None = None
+        self.begun = self.resumed = False  # begin() has run; it resumed from a checkpoint
+
+    def begin(self) -> None:
+        """Where a run starts, once: resume from out_dir's newest checkpoint (unless `resume=False`)
+        or clear what an earlier run left there, and write the config beside the metrics (for
+        `gfcr diagnose OUT_DIR`). Every step that uses out_dir calls it first (train, rl_step,
+        sft_step, collect_sft_data, save); call it yourself to inspect a resumed run."""
+        if self.begun:
+            return
+        self.out.mkdir(parents=True, exist_ok=True)
+        latest = ckpt.latest_checkpoint(self.out / "checkpoints") if self.resume else None
+        if latest is None:
+            self.clear_outputs(keep_sft_data=self.resume)
+        replay = self.config.pipeline.replay
+        if replay.enabled:
+            url = str(self.out / "replay.db")
+            self.replay = ReplayBuffer(ReplayConfig(url=url, max_staleness=replay.max_staleness))
+            self.pipeline.keep_in(self.replay)
         if latest is not None:
             self.load(latest)
         self.models.sync(self.step)
-        self.metrics = MetricLogger(
-            self.out,
-            tensorboard=config.log.tensorboard,
-            resume_step=self.step if latest is not None else None,
+        (self.out / "config.json").write_text(
+            json.dumps(self.config.to_dict(), indent=2, default=str), encoding="utf-8"
         )
+        self.begun, self.resumed = True, latest is not None
 
     # -- the loop --------------------------------------------------------------------------------
 
     def train(self, until: int | None = None) -> list[dict[str, Any]]:
         """Run to step `until` (default `config.total_steps`), the sample budget or the time limit,
         then checkpoint (and evaluate, when stopped early); returns the metrics of every step run."""
+        self.begin()
         config, history = self.config, []
+        continuing = self.resumed or self.step > 0  # a new run's log starts empty
+        log = MetricLogger(
+            self.out, tensorboard=config.log.tensorboard, resume_step=self.step if continuing else None
+        )
         last = config.total_steps if until is None else min(until, config.total_steps)
         started, stopped_for = time.perf_counter(), None
         with TrainProgress(config.total_steps, self.step, enabled=config.log.progress) as bar:
             if config.log.eval_every and self.step == 0:
-                self.metrics.log(0, self.evaluate())
+                log.log(0, self.evaluate())
             while self.step < last and stopped_for is None:
                 metrics = self.sft_step() if self.step < config.sft.steps else self.rl_step()
                 stopped_for = self._stop_reason(time.perf_counter() - started) if self.step < last else None
@@ -173,13 +163,13 @@ class Trainer:
                 self.watch.check(self.step, metrics)
                 history.append({"step": self.step, **metrics})
                 if self.step % config.log.every == 0 or self.step == last or stopped_for:
-                    self.metrics.log(self.step, metrics)
+                    log.log(self.step, metrics)
                 bar.update(self.step, metrics)
                 if (config.checkpoint_every and self.step % config.checkpoint_every == 0) or stopped_for:
                     self.save()
         if not (self.out / "checkpoints" / f"step-{self.step:06d}").exists():
             self.save()
-        self.metrics.close()
+        log.close()
         if stopped_for == "sample_budget":
             logger.info(
                 "stopped at step %d: the sample budget (%d) is spent", self.step, config.sample_budget
@@ -197,25 +187,20 @@ class Trainer:
     def _stop_reason(self, elapsed_s: float) -> str | None:
         """Why the run stops before its last step: "sample_budget", "time_limit", or None."""
         config = self.config
-        if config.sample_budget is not None and self.rollouts.samples_total >= config.sample_budget:
+        if config.sample_budget is not None and self.pipeline.samples_total >= config.sample_budget:
             return "sample_budget"
         if config.time_limit_s is not None and elapsed_s > config.time_limit_s:
             return "time_limit"
         return None
 
     def rl_step(self) -> dict[str, Any]:
-        """One RL step: rollout, advantages, update, weight sync."""
+        """One RL step: the pipeline's rollouts and credit, the update, the weight sync."""
+        self.begin()
         config = self.config
         started = time.perf_counter()
-        self.last_rollout = rollout = self.rollouts.collect()
+        self.last_rollout = batch = self.pipeline.step()
         rollout_s = time.perf_counter() - started
-        groups, rescued = rollout.groups, 0
-        if self.replay is not None and config.replay.rescue:
-            for task_id, group in groups.items():
-                groups[task_id], was_rescued = self.replay.rescue(group)
-                rescued += was_rescued
-        reward = self.overlong.reward if self.overlong is not None else None
-        samples = samples_from_groups(groups, config.loss.estimator or "grpo", reward)
+        samples = self.pipeline.credit(batch)
         stats: dict[str, float] = {}
         self._set_lr()
         if samples:
@@ -233,13 +218,12 @@ class Trainer:
             logger.warning("step %d: no group with policy tokens to train on; no update", self.step + 1)
         if self.replay is not None:
             self.replay.evict(current_version=self.step + 1)  # the version this step produces
-        trained = [t for group in groups.values() for t in group]  # rescued samples among them
         return {
-            **rollout_metrics(rollout, self.overlong),
-            **replay_indicators(trained, current_version=self.step),
-            "rollout/rescued": rescued,
-            "rollout/samples_total": self.rollouts.samples_total,
-            "rollout/tokens_total": self.rollouts.tokens_total,
+            **batch.metrics,
+            **credit_metrics(samples),
+            **replay_indicators(batch.trained, current_version=self.step),  # rescued samples among them
+            "rollout/samples_total": self.pipeline.samples_total,
+            "rollout/tokens_total": self.pipeline.tokens_total,
             **stats,
             "perf/rollout_s": rollout_s,
             **self._advance(started, samples),
@@ -247,6 +231,7 @@ class Trainer:
 
     def sft_step(self) -> dict[str, Any]:
         """One supervised warm-start step on a seeded draw of the filtered trajectories."""
+        self.begin()
         started = time.perf_counter()
         if self.sft_data is None:
             self.sft_data = self.collect_sft_data()
@@ -285,6 +270,7 @@ class Trainer:
     def collect_sft_data(self) -> list[Sample]:
         """Run the teacher, keep what passes `min_reward`. Cached in out_dir/sft_data.jsonl beside
         the settings that made it (`sft_data_source`); made again when those differ."""
+        self.begin()
         config, path, source_path = self.config, self.out / SFT_DATA, self.out / SFT_SOURCE
         source = sft_data_source(config)
         stored = json.loads(source_path.read_text(encoding="utf-8")) if source_path.exists() else {}
@@ -398,6 +384,7 @@ class Trainer:
 
     def save(self) -> Path:
         """Write a checkpoint of everything a resumed run needs; keep the newest few."""
+        self.begin()
         directory = self.out / "checkpoints"
         reference = self.models.reference
         warm_started = 0 < self.config.sft.steps <= self.step  # the reference is no longer the initial model
@@ -406,7 +393,7 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "rng": ckpt.rng_state(),
             "controller": self.controller.state_dict(),
-            "rollouts": self.rollouts.state_dict(),
+            "rollouts": self.pipeline.state_dict(),
             "replay": self.replay.state_dict() if self.replay is not None else None,
             "config": self.config.to_dict(),
             "reference": reference.state_dict() if reference is not None and warm_started else None,
@@ -429,7 +416,7 @@ class Trainer:
             self.models.reference.load_state_dict(state["reference"])
         self.controller.load_state_dict(state["controller"])
         if state.get("rollouts") is not None:  # checkpoints before the counters have none
-            self.rollouts.load_state_dict(state["rollouts"])
+            self.pipeline.load_state_dict(state["rollouts"])
         if self.replay is not None and state.get("replay") is not None:
             self.replay.load_state_dict(state["replay"])
         ckpt.set_rng_state(state["rng"])

@@ -42,7 +42,7 @@ from gfcr.core import Trajectory
 from gfcr.core.config import setting
 from gfcr.core.hooks import Controller, Decision  # the runner's hook contract (Decision re-exported)
 from gfcr.errors import ConfigError, UnknownNameError
-from gfcr.generate.groups import expand_groups, group_by_task
+from gfcr.generate.groups import expand_groups, group_by_task, round_seed
 from gfcr.generate.tree import BranchAt
 
 S = TypeVar("S", bound=Any)
@@ -391,7 +391,7 @@ class RolloutController(Controller):
     def schedule(self, episodes: list[S]) -> list[S]:
         """Runner hook: the episodes of this run, K per chosen prompt (fresh seeds every run)."""
         task_ids = list(dict.fromkeys(spec.task_id for spec in episodes))
-        seed = self.config.seed + 100_003 * self.runs  # distinct sample seeds from run to run
+        seed = round_seed(self.config.seed, self.runs)  # distinct sample seeds from run to run
         self.runs += 1
         return self.episodes(episodes, self.plan(task_ids), seed=seed)
 

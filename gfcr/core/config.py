@@ -110,7 +110,8 @@ def _settings(cls: type) -> tuple[Setting, ...]:
             if inner.name in f.metadata.get("exclude", ()):
                 continue
             name = f"{f.name}_{inner.name}" if inner.name in taken else inner.name
-            found.append(Setting(name, (f.name, *inner.path), inner.type, _get(base, inner.path), inner.help))
+            path = (f.name, *inner.path)
+            found.append(Setting(name, path, inner.type, _get(base, inner.path), inner.help, inner.exclude))
     names = [s.name for s in found]
     if twice := sorted({n for n in names if names.count(n) > 1}):
         raise TypeError(f"{cls.__name__}: settings named twice: {twice}")

@@ -5,6 +5,9 @@
 - Tree rollouts: `BranchAt` (branch live episodes at turn boundaries, through Control's
   `after_step`), `build_tree` and `tree_advantages` (TreeRL, TreeRPO step values),
   `build_token_tree` and `token_tree_advantages` (the same, per token, for the losses).
+- `GenerateConfig`: the `[generate]` section (trees inside turns, guidance) of a recipe.
+- Tree rollouts inside a turn: `BranchTokens` (token offsets to branch at, for Control's
+  `after_step`).
 - Guidance: `FewShot`, `Plan` and any `Guide` (a `gfcr.skills.SkillLibrary` too) injected
   into the prompt by `GuidedPolicy`.
 
@@ -13,7 +16,9 @@
 []
 """
 
-from gfcr.generate.groups import expand_groups, group_by_task
+from gfcr.generate.branching import BranchTokens
+from gfcr.generate.config import GenerateConfig
+from gfcr.generate.groups import expand_groups, group_by_task, round_seed
 from gfcr.generate.guidance import FewShot, GuidanceConfig, Guide, GuidedPolicy, Plan, first_user_text, inject
 from gfcr.generate.tree import (
     TREE_ESTIMATORS,
@@ -28,7 +33,9 @@ from gfcr.generate.tree import (
 __all__ = [
     "TREE_ESTIMATORS",
     "BranchAt",
+    "BranchTokens",
     "FewShot",
+    "GenerateConfig",
     "Guide",
     "GuidanceConfig",
     "GuidedPolicy",
@@ -40,6 +47,7 @@ __all__ = [
     "first_user_text",
     "group_by_task",
     "inject",
+    "round_seed",
     "token_tree_advantages",
     "tree_advantages",
 ]

@@ -70,6 +70,20 @@ class BranchTokens:
         """Whether any turn is branched at all."""
         return bool(self.segments or self.entropy_points)
 
+    @property
+    def leaves_per_root(self) -> int:
+        """Samples one root episode ends as at most, itself and its branches (a short turn has fewer
+        branch points): what the pipeline divides a prompt's samples by to get its roots.
+
+        >>> BranchTokens(segments=4).leaves_per_root  # 3 boundaries, 2 children each
+        7
+        >>> BranchTokens(entropy_points=2, max_depth=2).leaves_per_root  # 1 + 4 + 4 × 4
+        21
+        """
+        points = max(self.segments - 1, 0) + self.entropy_points
+        per_level = points * self.children * len(self.turns)  # children of one episode, at most
+        return sum(per_level**level for level in range(self.max_depth + 1))
+
     def positions(self, trajectory: Trajectory) -> tuple[int, ...]:
         """Token offsets into the turn just taken to branch at, each `children` times (sorted)."""
         turn, tokens = len(trajectory.steps), trajectory.tokens

@@ -25,6 +25,18 @@ class SpecLike(Protocol):
 
 
 S = TypeVar("S", bound=Any)
+ROUND_SEED_STRIDE = 100_003  # a prime above any group size: rounds' sample seeds never overlap
+
+
+def round_seed(seed: int, round_number: int) -> int:
+    """The first sample seed of sampling round `round_number` (from 0) of a run seeded `seed`:
+    sample j of a group in that round is seeded `round_seed(...) + j` (`expand_groups`), so no two
+    rounds — steps, dynamic-sampling refills, TRL calls — draw the same samples.
+
+    >>> round_seed(7, 0), round_seed(7, 2)
+    (7, 200013)
+    """
+    return seed + ROUND_SEED_STRIDE * round_number
 
 
 def expand_groups(specs: Sequence[S], counts: int | Mapping[str, int], *, seed: int = 0) -> list[S]:

@@ -35,12 +35,18 @@ def test_each_loss_gets_its_papers_defaults(name, low, high, estimator):
         ({"modle": {}}, "did you mean 'model'"),
         ({"model": {"path": "m", "lora_rank": -1}}, "lora_rank must be >= 0"),
         (
-            {"rollout": {"selector": "thomson"}},
-            r"\[rollout\] unknown selector 'thomson'; did you mean 'thompson'\? Known: greso, thompson, uniform, vcrl",
+            {"control": {"selector": "thomson"}},
+            r"\[control\] unknown selector 'thomson'; did you mean 'thompson'\?",
         ),
-        ({"dynamic_sampling": {"oversample": 0.5}}, r"\[dynamic_sampling\] oversample must be >= 1.0"),
-        ({"dynamic_sampling": {"max_rounds": 0}}, r"\[dynamic_sampling\] max_rounds must be >= 1, got 0"),
-        ({"dynamic_sampling": {"filter_group": True}}, "did you mean 'filter_groups'"),
+        ({"control": {"oversample": 0.5}}, r"\[control\] oversample must be >= 1.0"),
+        ({"control": {"max_round": 0}}, "did you mean 'max_rounds'"),
+        ({"control": {"group_size": 4}}, r"\[control\]: unknown key 'group_size'"),  # [rollout]'s
+        ({"rollout": {"selector": "greso"}}, r"\[rollout\] selector moved to \[control\] selector"),
+        (
+            {"dynamic_sampling": {"filter_groups": True}},
+            r"\[dynamic_sampling\] moved to \[control\] dynamic_sampling",
+        ),
+        ({"early_stopping": {"enabled": True}}, r"\[early_stopping\] moved to \[control\] early_stopping"),
         ({"overlong_penalty": {"max_length": 0}}, r"\[overlong_penalty\] max_length must be >= 1"),
         ({"overlong_penalty": {"cache_length": -4}}, r"\[overlong_penalty\] cache_length must be >= 1"),
         (
@@ -72,24 +78,30 @@ def test_toml_round_trip_and_overrides(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text(
         'steps = 3\n[model]\npath = "m"\n[env]\nid = "gfcr/ToolUse-v0"\n[optim]\nlr = 0.01\n'
-        '[rollout]\nselector = "thompson"\n'
-        "[dynamic_sampling]\nfilter_groups = true\noversample = 2.0\nmax_rounds = 4\n"
+        '[control]\nselector = "thompson"\ndynamic_sampling = true\noversample = 2.0\nmax_rounds = 4\n'
+        "[generate.tree]\nentropy_points = 2\n"
         "[overlong_penalty]\nenabled = true\nmax_length = 512\ncache_length = 128\n"
     )
     config = TrainConfig.from_toml(path)
     assert (config.steps, config.optim.lr) == (3, 0.01)
-    dynamic, overlong = config.dynamic_sampling, config.overlong_penalty
-    assert (dynamic.filter_groups, dynamic.oversample, dynamic.max_rounds) == (True, 2.0, 4)
+    control, overlong = config.pipeline.control, config.pipeline.overlong_penalty
+    assert (control.selector, control.dynamic_sampling, control.oversample, control.max_rounds) == (
+        "thompson",
+        True,
+        2.0,
+        4,
+    )
     assert (overlong.enabled, overlong.max_length, overlong.cache_length) == (True, 512, 128)
+    assert config.pipeline.generate.tree.entropy_points == 2
     defaults = TrainConfig.from_dict(BASE)
-    assert not defaults.dynamic_sampling.filter_groups and not defaults.overlong_penalty.enabled
+    assert not defaults.pipeline.control.dynamic_sampling and not defaults.pipeline.overlong_penalty.enabled
     data = _apply_overrides(
         config.to_dict(),
-        ["steps=5", "optim.lr=2e-3", "loss.name=dapo", "model.path=other", "dynamic_sampling.max_rounds=6"],
+        ["steps=5", "optim.lr=2e-3", "loss.name=dapo", "model.path=other", "control.max_rounds=6"],
     )
     again = TrainConfig.from_dict(data)
     assert (again.steps, again.optim.lr, again.loss.name, again.model.path) == (5, 2e-3, "dapo", "other")
-    assert again.dynamic_sampling.max_rounds == 6
+    assert again.pipeline.control.max_rounds == 6
     assert TrainConfig.from_dict(config.to_dict()) == config
 
 
@@ -181,7 +193,7 @@ def test_evaluation_and_sft_data_never_use_a_task_of_the_training_pool(tmp_path,
     )
     trainer = Trainer(config)
     pool = {spec.task_id for spec in trainer._pool_episodes(200)}
-    assert len(pool) == 30 and pool == {spec.task_id for spec in trainer.rollouts.tasks}
+    assert len(pool) == 30 and pool == {spec.task_id for spec in trainer.pipeline.tasks}
     held_out = {spec.task_id for spec in trainer.held_out_episodes()}
     assert len(held_out) == 30 and not pool & held_out
     with pytest.raises(ConfigError, match="none is left after skipping 60"):

@@ -19,12 +19,12 @@ def test_greedy_sampling_is_diagnosed_and_raising_the_temperature_fixes_it(make_
     from gfcr.trainers import Trainer
 
     greedy = make_config("greedy", rollout={"temperature": 0.0, "prompts_per_step": 4}, steps=3)
-    with caplog.at_level(logging.WARNING, logger="gfcr.trainers.step_rollouts"):
+    with caplog.at_level(logging.WARNING, logger="gfcr.trainers.watch"):
         history = Trainer(greedy).train()
     assert [m["rollout/zero_variance_share"] for m in history] == [1.0, 1.0, 1.0]
     warned = [r for r in caplog.records if "rollout/zero_variance_share" in r.getMessage()]
     assert len(warned) == 1  # once, not every step, while it has not cleared
-    assert "[dynamic_sampling] filter_groups" in warned[0].getMessage()
+    assert "[control] dynamic_sampling = true" in warned[0].getMessage()
 
     before = diagnose(load_run([greedy.out_dir])).pathology("zero_variance_groups")
     assert before.severity == "high" and before.evidence["trend"]["mean"] == 1.0

@@ -1,4 +1,5 @@
-"""GFCR modules inside training: DAPO's dynamic sampling (Control) and overlong penalty (Filter)."""
+"""GFCR modules inside training: DAPO's dynamic sampling and early stopping (Control), together or
+alone, and the overlong penalty (Filter)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from gfcr.filter import overlong_penalty
 from gfcr.filter.signals import response_length
 from gfcr.trainers import Trainer
 from gfcr.trainers.batching import samples_from_groups
-from gfcr.trainers.step_rollouts import OverlongPenalty
+from gfcr.trainers.pipeline import OverlongPenalty
 
 # 4 groups of 2 on the parity env (reward: odd action length): a group has no reward spread half
 # the time, so a step without dynamic sampling sends some zero-variance groups to the update.
@@ -25,7 +26,7 @@ def test_without_dynamic_sampling_zero_variance_groups_reach_the_update(make_con
 
 
 def test_dynamic_sampling_keeps_zero_variance_groups_out_of_the_update(make_config):
-    config = make_config(dynamic_sampling={"filter_groups": True}, checkpoint_every=1, **GROUPS)
+    config = make_config(control={"dynamic_sampling": True}, checkpoint_every=1, **GROUPS)
     trainer = Trainer(config)
     history = trainer.train()
     for m in history:
@@ -40,8 +41,8 @@ def test_dynamic_sampling_keeps_zero_variance_groups_out_of_the_update(make_conf
     last_tokens = sum(response_length(t) for t in trainer.last_rollout.generated)
     assert history[1]["rollout/tokens_total"] - history[0]["rollout/tokens_total"] == last_tokens
     resumed = Trainer(config)  # the budget counters are part of the checkpoint
-    resumed.metrics.close()
-    assert (resumed.rollouts.samples_total, resumed.rollouts.tokens_total) == (
+    resumed.begin()
+    assert (resumed.pipeline.samples_total, resumed.pipeline.tokens_total) == (
         history[-1]["rollout/samples_total"],
         history[-1]["rollout/tokens_total"],
     )
@@ -73,12 +74,12 @@ def test_training_with_the_overlong_penalty_uses_and_logs_it(make_config):
     config = make_config(overlong_penalty={"enabled": True, "max_length": 4, "cache_length": 2}, steps=1)
     trainer = Trainer(config)
     history = trainer.train()
-    assert trainer.overlong == OverlongPenalty(4, 2)
+    assert trainer.pipeline.judge == OverlongPenalty(4, 2)
     assert trainer.last_rollout is not None
     trained = [t for group in trainer.last_rollout.groups.values() for t in group]
     penalties = [overlong_penalty(response_length(t), 4, 2) for t in trained]
     assert min(penalties) < 0  # completions of up to 6 tokens pass the 2 free ones
-    assert history[-1]["rollout/overlong_penalty_mean"] == pytest.approx(np.mean(penalties))
+    assert history[-1]["judge/overlong_penalty_mean"] == pytest.approx(np.mean(penalties))
     shaped = [
         [t.total_reward + overlong_penalty(response_length(t), 4, 2) for t in g]
         for g in trainer.last_rollout.groups.values()
@@ -87,34 +88,55 @@ def test_training_with_the_overlong_penalty_uses_and_logs_it(make_config):
     assert history[-1]["rollout/zero_variance_share"] == pytest.approx(zero)
 
 
-def test_early_stopping_stops_decided_prompts_and_trains_on_full_informative_groups(make_config):
+def test_early_stopping_stops_decided_prompts_and_trains_on_full_groups(make_config):
     # 2 prompts of a 2-task pool, groups of 6 in waves of 2: prompts come back every step, so their
     # posteriors grow sure and decided prompts stop after a wave (the parity env is random, so some
     # prompts agree by chance: the confidence is set low enough that they are stopped).
     config = make_config(
         env={"num_tasks": 2},
         rollout={"prompts_per_step": 2, "group_size": 6},
-        early_stopping={"enabled": True, "wave": 2, "confidence": 0.05},
+        control={"early_stopping": True, "wave": 2, "confidence": 0.05},
+        steps=3,
+    )
+    trainer = Trainer(config)
+    history = trainer.train()
+    for m in history:
+        assert m["rollout/episodes"] <= 12 and m["rollout/rounds"] >= 1
+        assert m["rollout/groups"] + m["rollout/dropped_groups"] == 2  # a stopped prompt is dropped
+        assert m["decide/saved_samples"] == 12 - m["rollout/episodes"]
+    assert sum(m["rollout/stopped_groups"] for m in history) >= 1
+    assert sum(m["rollout/episodes"] for m in history) < 3 * 12  # stopped prompts saved samples
+    assert history[-1]["rollout/samples_total"] == sum(m["rollout/episodes"] for m in history)
+    assert trainer.last_rollout is not None
+    assert all(len(group) == 6 for group in trainer.last_rollout.groups.values())  # only full groups
+
+
+def test_dynamic_sampling_refills_what_early_stopping_drops_in_one_step(make_config):
+    config = make_config(
+        env={"num_tasks": 8},
+        rollout={"prompts_per_step": 2, "group_size": 4},
+        control={
+            "early_stopping": True,
+            "wave": 2,
+            "confidence": 0.05,
+            "dynamic_sampling": True,
+            "max_rounds": 8,
+        },
         steps=3,
     )
     trainer = Trainer(config)
     history = trainer.train()
     for m in history:
         assert m["rollout/zero_variance_share"] == 0.0  # stopped and uninformative groups never train
-        assert m["rollout/episodes"] <= 12 and m["rollout/rounds"] >= 1
-        assert m["rollout/groups"] + m["rollout/dropped_groups"] == 2
-    assert sum(m["rollout/stopped_groups"] for m in history) >= 1
-    assert sum(m["rollout/episodes"] for m in history) < 3 * 12  # stopped prompts saved samples
-    assert history[-1]["rollout/samples_total"] == sum(m["rollout/episodes"] for m in history)
-    assert trainer.last_rollout is not None
+        assert m["decide/rounds"] >= 1 and m["decide/runs"] >= 2  # waves of 2 in every round
+    assert any(m["decide/stopped_prompts"] >= 1 for m in history)  # early stopping acted…
+    assert any(m["decide/refilled_groups"] >= 1 for m in history)  # …and dynamic sampling refilled
     for group in trainer.last_rollout.groups.values():
-        assert len(group) == 6 and len({t.total_reward for t in group}) > 1
+        assert len(group) == 4 and len({t.total_reward for t in group}) > 1
 
 
-def test_early_stopping_and_dynamic_sampling_are_one_or_the_other(make_config):
+def test_early_stopping_waves_fit_in_a_group(make_config):
     from gfcr.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="enable one of them"):
-        make_config(early_stopping={"enabled": True}, dynamic_sampling={"filter_groups": True})
     with pytest.raises(ConfigError, match=r"wave must be <= \[rollout\] group_size \(3\), got 4"):
-        make_config(early_stopping={"enabled": True, "wave": 4})
+        make_config(control={"early_stopping": True, "wave": 4})

@@ -28,6 +28,7 @@ def test_lora_trains_only_adapters_with_a_kl_to_the_base(make_config):
     # the policy generates with the adapters: it is the very model being trained
     assert trainer.models.policy.model is trainer.model
     resumed = Trainer(config)
+    resumed.begin()
     assert resumed.step == 2
     for name, p in resumed.model.named_parameters():
         if "lora_" in name:

@@ -24,7 +24,7 @@ def test_resumed_run_ends_with_identical_parameters(make_config):
     sections = {
         "sft": {"steps": 2, "teacher": "scripted:oracle", "episodes": 8, "batch_size": 4, "min_reward": 0.0},
         "optim": {"schedule": "linear", "warmup_steps": 1},
-        "rollout": {"selector": "thompson"},
+        "control": {"selector": "thompson"},
         "replay": {"enabled": True},
         "steps": 4,
     }
@@ -34,6 +34,7 @@ def test_resumed_run_ends_with_identical_parameters(make_config):
     halves.train(until=3)
     assert [p.name for p in checkpoints(halves.out / "checkpoints")][-1] == "step-000003"
     resumed = Trainer(make_config("halves", **sections))
+    resumed.begin()
     assert resumed.step == 3
     resumed.train()
     expected, got = _parameters(whole), _parameters(resumed)
@@ -73,10 +74,11 @@ def test_no_resume_starts_clean(make_config):
     events = list((first.out / "tensorboard").glob("events.out.tfevents.*"))
     assert events and checkpoints(first.out / "checkpoints")
     again = Trainer(config, resume=False)
-    again.metrics.close()
+    again.begin()
     assert again.step == 0 and not checkpoints(again.out / "checkpoints")
+    again.train()
     assert not any(path.exists() for path in events)
-    assert not (again.out / "metrics.jsonl").read_text()
+    assert [json.loads(line)["step"] for line in (again.out / "metrics.jsonl").read_text().splitlines()] == [1]
 
 
 def test_time_limit_stop_is_loud(make_config, caplog):

@@ -1,0 +1,350 @@
+"""The rollout pipeline: one training step's rollouts, the same object under every trainer.
+
+The survey's lifecycle is the shape of a step (DESIGN.md, "The rollout pipeline"):
+
+    choose → allocate → generate → judge → decide → keep → credit
+
+- choose, allocate and decide are Control (`gfcr.control.RolloutController`): a selector picks
+  the prompts, a budget (or the group size) the samples per prompt, and the decide loop samples in
+  rounds — early stopping ends decided prompts, dynamic sampling drops groups without a reward
+  spread and refills them — recording every group in the prompts' posteriors;
+- generate is Generate, inside each round: groups, trees (`[generate]`: branches between turns and
+  at token positions inside a turn, only for prompts not yet decided when pruning), guidance
+  (`gfcr.generate.guided`), run by the vectorized runner with the step's policy;
+- judge is Filter's reward shaping (DAPO's overlong penalty) of each episode;
+- keep is Replay: every finished episode is stored, an all-failed group gets a stored correct
+  response (AR3PO's rescue), old samples keep their behaviour logprobs;
+- credit is Filter: advantages per token (`samples_from_groups`, group or tree estimators).
+
+`RolloutPipeline.step()` runs choose → keep and returns a `StepBatch`; `credit(batch)` gives the
+bundled trainer its samples. TRL's `rollout_func` runs the same `step()` and leaves credit to TRL.
+Every stage logs what it did under its own metric group (`choose/`, `allocate/`, `generate/`,
+`judge/`, `decide/`, `keep/`, `credit/`), beside the `rollout/` and `diagnose/` metrics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gfcr.agents import Runner, RunnerConfig
+from gfcr.control import Batch, RolloutController, guided
+from gfcr.core import Controller, Decision, EpisodeSpec, Policy, ReplaySink, Trajectory
+from gfcr.core.admission import RESOURCES, add_waits
+from gfcr.filter import overlong_penalty
+from gfcr.filter.indicators import batch_indicators, zero_variance
+from gfcr.filter.signals import response_length
+from gfcr.generate import BranchTokens, GuidedPolicy, group_by_task, round_seed
+from gfcr.trainers.batching import Sample, samples_from_groups
+from gfcr.trainers.config import PipelineConfig
+
+logger = logging.getLogger(__name__)
+RewardFn = Callable[[Trajectory], float]
+
+
+@dataclass(frozen=True)
+class OverlongPenalty:
+    """DAPO's soft overlong punishment (Yu et al. 2025, §3.4, eq. 13) of an episode, on the policy's
+    own tokens (`response_length`: every turn's sampled tokens; prompt and observations excluded).
+
+    >>> from gfcr.core import TokenData
+    >>> t = Trajectory("e", "t", "?", tokens=TokenData([1], [2] * 9, [1] * 9, [0.0] * 9))
+    >>> shaping = OverlongPenalty(max_length=10, cache_length=4)
+    >>> shaping.penalty(t), shaping.reward(t)  # 9 tokens: 3 into the 4-token ramp
+    (-0.75, -0.75)
+    """
+
+    max_length: int
+    cache_length: int
+
+    def penalty(self, trajectory: Trajectory) -> float:
+        return overlong_penalty(response_length(trajectory), self.max_length, self.cache_length)
+
+    def reward(self, trajectory: Trajectory) -> float:
+        """The task reward plus the penalty: what the advantages are computed from."""
+        return trajectory.total_reward + self.penalty(trajectory)
+
+
+def task_reward(trajectory: Trajectory) -> float:
+    """The env's reward of an episode, unshaped."""
+    return trajectory.total_reward
+
+
+@dataclass
+class StepBatch:
+    """What one step sampled, and the groups that reach the update."""
+
+    groups: dict[str, list[Trajectory]]  # task id -> the group trained on (rescued samples included)
+    generated: list[Trajectory] = field(default_factory=list)  # every episode run, dropped ones included
+    decided: Batch = field(default_factory=Batch)  # the decide loop's counts
+    metrics: dict[str, float] = field(default_factory=dict)  # each stage's log of this step
+
+    @property
+    def trained(self) -> list[Trajectory]:
+        return [t for group in self.groups.values() for t in group]
+
+
+class StepHook(Controller):
+    """The runner's Control hook inside the generate stage: the episodes run as the decide loop
+    planned them; after each step, the controller may stop the episode (prefix stop, length budget)
+    or branch it (between turns, and at token positions when `[generate]` asks for it), and a
+    prompt already decided is not branched when pruning. Counts what it did, per step."""
+
+    def __init__(self, controller: RolloutController, branch_tokens: BranchTokens | None) -> None:
+        self.controller, self.branch_tokens = controller, branch_tokens
+        self.stopped = 0
+        self.branched = 0
+
+    def after_step(self, trajectory: Trajectory) -> Decision:
+        decision = self.controller.after_step(trajectory)
+        if decision.stop:
+            self.stopped += 1
+            return decision
+        tokens: tuple[int, ...] = ()
+        if self.branch_tokens is not None and not self.controller.pruned(trajectory.task_id):
+            tokens = self.branch_tokens.positions(trajectory)
+        steps = trajectory.steps
+        live = bool(steps) and not (
+            steps[-1].terminated or steps[-1].truncated
+        )  # turn branches need a next turn
+        self.branched += (decision.branches if live else 0) + len(tokens)  # one child per offset
+        return Decision(stop=False, branches=decision.branches, branch_tokens=tokens)
+
+
+class RolloutPipeline:
+    """One training step's rollouts: choose → allocate → generate → judge → decide → keep; then
+    `credit` for the bundled trainer. Counters of everything generated are checkpointed.
+
+    >>> from gfcr.agents import make_policy, episodes_for_env
+    >>> from gfcr.control import ControlConfig
+    >>> tasks = episodes_for_env("gfcr/ToolUse-v0", 4, kwargs={"num_tasks": 4})
+    >>> controller = RolloutController(ControlConfig(num_prompts=2, group_size=2))
+    >>> pipeline = RolloutPipeline(make_policy("scripted:oracle"), tasks, controller)
+    >>> batch = pipeline.step()
+    >>> len(batch.groups), batch.metrics["choose/prompts"], batch.metrics["generate/episodes"]
+    (2, 2.0, 4.0)
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        tasks: Sequence[EpisodeSpec],
+        controller: RolloutController,
+        *,
+        runner: RunnerConfig | None = None,
+        branch_tokens: BranchTokens | None = None,
+        judge: OverlongPenalty | None = None,
+        replay: ReplaySink | None = None,
+        rescue: bool = False,
+        estimator: str = "grpo",
+        seed: int = 0,
+    ) -> None:
+        self.controller, self.judge, self.replay, self.rescue = controller, judge, replay, rescue
+        self.estimator, self.seed = estimator, seed
+        self.tasks = list(tasks)
+        self.task_ids = list(dict.fromkeys(s.task_id for s in self.tasks if s.task_id is not None))
+        self.hook = StepHook(controller, branch_tokens)
+        self.policy, self.branch_tokens = policy, branch_tokens
+        self.runner = Runner(policy, runner or RunnerConfig(), controller=self.hook, replay=replay)
+        self.batch = StepBatch({})  # the step running, or the last one
+        self.samples_total = 0  # episodes generated by every step so far (dropped ones included)
+        self.tokens_total = 0  # the policy tokens they generated (a shared prefix counted once)
+        self.rounds_total = 0  # runs of the runner: each round's fresh sample seeds
+
+    @classmethod
+    def from_config(
+        cls,
+        policy: Policy,
+        tasks: Sequence[EpisodeSpec],
+        config: PipelineConfig,
+        *,
+        prompts_per_step: int,
+        group_size: int,
+        seed: int = 0,
+        runner: RunnerConfig | None = None,
+        replay: ReplaySink | None = None,
+        estimator: str = "grpo",
+        episode_tokens: int = 1024,
+    ) -> RolloutPipeline:
+        """The pipeline a recipe's stages describe, sized by the trainer (`prompts_per_step` groups
+        of `group_size`, `seed`); `episode_tokens` is an episode's token budget (the overlong
+        penalty's default length)."""
+        control = RolloutController(
+            dataclasses.replace(
+                config.control, num_prompts=prompts_per_step, group_size=group_size, seed=seed
+            )
+        )
+        overlong = config.overlong_penalty
+        judge = OverlongPenalty(*overlong.lengths(episode_tokens)) if overlong.enabled else None
+        rescue = config.replay.rescue
+        kept = replay is not None or config.replay.enabled
+        if kept and rescue and (control.config.dynamic_sampling or control.config.early_stopping):
+            logger.warning(
+                "[replay] rescue has nothing to rescue with [control] dynamic_sampling or early_stopping: "
+                "all-failed groups are dropped before the keep stage; use one or the other"
+            )
+        generate = config.generate
+        return cls(
+            guided(policy, generate.guidance, control.history),
+            tasks,
+            control,
+            runner=runner,
+            branch_tokens=generate.branch_tokens,
+            judge=judge,
+            replay=replay,
+            rescue=rescue,
+            estimator=estimator,
+            seed=seed,
+        )
+
+    def keep_in(self, replay: ReplaySink | None) -> None:
+        """The keep stage's buffer: every finished episode is stored there (a trainer opens it when
+        its run begins, after clearing an earlier run's)."""
+        self.replay = self.runner.replay = replay
+
+    @property
+    def reward(self) -> RewardFn:
+        """The judge stage: the reward each episode's advantages are computed from."""
+        return self.judge.reward if self.judge is not None else task_reward
+
+    def step(self, candidates: Sequence[str] | None = None) -> StepBatch:
+        """Choose → keep: one step's rollouts over `candidates` (task ids; None: the whole pool)."""
+        self.hook.stopped = self.hook.branched = 0
+        self.batch = batch = StepBatch({})
+        batch.decided = self.controller.collect(self.sample, list(candidates or self.task_ids))
+        batch.groups, rescued = self._keep(batch.decided.groups)
+        batch.metrics = self._metrics(batch, rescued)
+        return batch
+
+    def credit(self, batch: StepBatch) -> list[Sample]:
+        """The credit stage: every kept episode as a sample with its per-token advantages."""
+        return samples_from_groups(batch.groups, self.estimator, self.reward)
+
+    def sample(self, plan: Mapping[str, int]) -> list[Trajectory]:
+        """One round of the generate stage: `plan[task]` samples of each task, with fresh seeds (the
+        decide loop calls it each round; its episodes count in the step's `generated`)."""
+        roots = {task_id: self.roots(n) for task_id, n in plan.items()}
+        specs = self.controller.episodes(
+            self.tasks_for(roots), roots, seed=round_seed(self.seed, self.rounds_total)
+        )
+        self.rounds_total += 1
+        trajectories = self.runner.run(specs).trajectories
+        if isinstance(self.policy, GuidedPolicy):
+            self.policy.record(trajectories)  # which guidance each episode's prompt carried
+        self.batch.generated.extend(trajectories)
+        self.samples_total += len(trajectories)
+        self.tokens_total += sum(t.cost.tokens_out for t in trajectories)  # a branch counts its own tokens
+        return trajectories
+
+    def roots(self, samples: int) -> int:
+        """Root episodes that give about `samples` samples: each root of a tree inside its turns
+        ends as itself and its branches (`BranchTokens.leaves_per_root`)."""
+        if self.branch_tokens is None:
+            return samples
+        return max(1, math.ceil(samples / self.branch_tokens.leaves_per_root))
+
+    def tasks_for(self, plan: Mapping[str, int]) -> list[EpisodeSpec]:
+        """The pool's spec of each task the plan samples (the template of its group)."""
+        wanted = set(plan)
+        return [spec for spec in self.tasks if spec.task_id in wanted]
+
+    def _keep(self, groups: dict[str, list[Trajectory]]) -> tuple[dict[str, list[Trajectory]], int]:
+        """The keep stage: AR3PO's rescue of all-failed groups from the replay buffer."""
+        rescued = 0
+        if self.replay is not None and self.rescue:  # rescue: the recipe's [replay] rescue
+            for task_id, group in groups.items():
+                groups[task_id], was_rescued = self.replay.rescue(group)  # type: ignore[attr-defined]
+                rescued += was_rescued
+        return groups, rescued
+
+    def _metrics(self, batch: StepBatch, rescued: int) -> dict[str, float]:
+        decided, generated = batch.decided, batch.generated
+        trained = batch.trained
+        judged = [self.reward(t) for t in trained]
+        metrics = {
+            "choose/prompts": float(len(decided.allocated)),
+            "allocate/samples": float(sum(decided.allocated.values())),
+            "generate/episodes": float(len(generated)),
+            "generate/branches": float(self.hook.branched),
+            "generate/tokens": float(sum(t.cost.tokens_out for t in generated)),
+            "generate/guided": float(sum(bool(t.guidance) for t in generated)),
+            "decide/rounds": float(decided.rounds),
+            "decide/runs": float(decided.runs),
+            "decide/dropped_groups": float(decided.dropped),
+            "decide/refilled_groups": float(decided.refilled),
+            "decide/stopped_prompts": float(len(decided.stopped)),
+            "decide/saved_samples": float(decided.saved),
+            "decide/stopped_episodes": float(self.hook.stopped),
+            "keep/rescued": float(rescued),
+            "judge/reward_mean": float(np.mean(judged)) if judged else 0.0,
+        }
+        if self.judge is not None:
+            penalties = [self.judge.penalty(t) for t in trained]
+            metrics["judge/overlong_penalty_mean"] = float(np.mean(penalties)) if penalties else 0.0
+        return metrics | rollout_metrics(batch, self.reward)
+
+    def state_dict(self) -> dict[str, int]:
+        return {
+            "samples_total": self.samples_total,
+            "tokens_total": self.tokens_total,
+            "rounds_total": self.rounds_total,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.samples_total = int(state["samples_total"])
+        self.tokens_total = int(state["tokens_total"])
+        self.rounds_total = int(state["rounds_total"])
+
+
+def rollout_metrics(batch: StepBatch, reward: RewardFn = task_reward) -> dict[str, float]:
+    """Reward, spread and length statistics of one step: of every episode generated (dropped
+    groups included), and of the groups trained on, with the rewards their advantages use; and the
+    seconds its episodes queued for each shared resource, summed (`rollout/wait_s/sandbox`, …)."""
+    generated = batch.generated
+    rewards = np.array([t.total_reward for t in generated if t.status == "ok"] or [0.0])
+    zero_std = [zero_variance([t.total_reward for t in g]) for g in group_by_task(generated).values()]
+    trained = [zero_variance([reward(t) for t in g]) for g in batch.groups.values()]
+    lengths = [sum(t.tokens.loss_mask) for t in generated if t.tokens is not None]
+    turns = [len(t.steps) for t in generated]
+    metrics = {
+        "rollout/reward_mean": float(rewards.mean()),
+        "rollout/reward_std": float(rewards.std()),
+        "rollout/frac_zero_std": float(np.mean(zero_std)) if zero_std else 0.0,
+        "rollout/zero_variance_share": float(np.mean(trained)) if trained else 0.0,
+        "rollout/groups": len(batch.groups),
+        "rollout/dropped_groups": batch.decided.dropped,
+        "rollout/stopped_groups": len(batch.decided.stopped),
+        "rollout/rounds": batch.decided.runs,
+        "rollout/episodes": len(generated),
+        "rollout/failed": sum(t.status == "failed" for t in generated),
+        "rollout/turns_mean": float(np.mean(turns)) if turns else 0.0,
+        "rollout/completion_tokens_mean": float(np.mean(lengths)) if lengths else 0.0,
+    }
+    waits = functools.reduce(add_waits, (t.cost.wait_s for t in generated), dict.fromkeys(RESOURCES, 0.0))
+    metrics |= {f"rollout/wait_s/{resource}": seconds for resource, seconds in waits.items()}  # summed
+    return metrics | batch_indicators(generated)
+
+
+def credit_metrics(samples: Sequence[Sample]) -> dict[str, float]:
+    """The credit stage's log: how many samples reach the loss, the spread of their loss tokens'
+    advantages, and the share of samples whose every token has advantage 0 (no signal).
+
+    >>> signal = Sample([1, 2, 3], [0, 1, 1], [0.0] * 3, [0.0, 1.0, -1.0])
+    >>> silent = Sample([1], [1], [0.0], [0.0])
+    >>> credit_metrics([signal, silent])["credit/zero_advantage_share"]
+    0.5
+    """
+    advantages = [a for s in samples for a, m in zip(s.advantages, s.loss_mask, strict=True) if m]
+    silent = [not any(a for a, m in zip(s.advantages, s.loss_mask, strict=True) if m) for s in samples]
+    return {
+        "credit/samples": float(len(samples)),
+        "credit/advantage_abs_mean": float(np.mean(np.abs(advantages))) if advantages else 0.0,
+        "credit/zero_advantage_share": float(np.mean(silent)) if silent else 0.0,
+    }
