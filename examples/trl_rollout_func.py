@@ -38,6 +38,11 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=1e-4, help="learning rate")
     parser.add_argument("--lora-rank", type=int, default=0, help="> 0: train LoRA adapters of this rank")
     parser.add_argument("--seed", type=int, default=0, help="the dataset's task order and sampling")
+    parser.add_argument(
+        "--recipe",
+        default=None,
+        help="a gfcr train recipe (e.g. examples/methods/dapo.toml): its pipeline stages",
+    )
     parser.add_argument("--out", default=None, help="output directory (default: a temporary one)")
     args = parser.parse_args()
 
@@ -78,7 +83,7 @@ def main() -> None:
         processing_class=AutoTokenizer.from_pretrained(model),
         args=config,
         train_dataset=rows,
-        rollout_func=gfcr_trl.rollout_func(args.env, replay=replay, **env_kwargs),
+        rollout_func=gfcr_trl.rollout_func(args.env, replay=replay, config=args.recipe, **env_kwargs),
         reward_funcs=gfcr_trl.env_reward,
         peft_config=_lora(args.lora_rank),
     )

@@ -20,11 +20,12 @@ pytest.importorskip("trl", reason="the trl extra is not installed: pip install -
 
 from gfcr.agents import OraclePolicy  # noqa: E402
 from gfcr.agents.policies.chat import ChatTokens, load_chat_encoder  # noqa: E402
-from gfcr.control import ControlConfig, DynamicSampling, RolloutController, ThompsonSelector  # noqa: E402
+from gfcr.control import ControlConfig  # noqa: E402
 from gfcr.core import Completion, Request  # noqa: E402
 from gfcr.errors import ConfigError  # noqa: E402
 from gfcr.integrations import trl as gfcr_trl  # noqa: E402
 from gfcr.replay import ReplayBuffer  # noqa: E402
+from gfcr.trainers.config import PipelineConfig  # noqa: E402
 
 ENV = "gfcr/ToolUse-v0"
 KWARGS = {"num_tasks": 20}
@@ -208,7 +209,7 @@ def test_grpo_trainer_with_rollout_func_scores_gfcr_rewards_and_fills_replay(tin
     trainer.train()
     assert trainer.state.global_step == 1
     assert logged(trainer, "reward") == 1.0  # the oracle, judged by gfcr's verifier
-    trajectories = rollout.last_result.trajectories
+    trajectories = rollout.last_batch.generated
     assert len(trajectories) == len(replay) == 4
     policy_tokens = [sum(t.tokens.loss_mask) for t in trajectories]
     assert logged(trainer, "completions/mean_length") == sum(policy_tokens) / 4  # observations masked
@@ -222,16 +223,17 @@ def test_grpo_trainer_with_rollout_func_scores_gfcr_rewards_and_fills_replay(tin
     assert set(replay.task_ids(passed=True)) == set(trainer.train_dataset["task_id"])
 
 
-def test_a_controller_takes_effect_inside_rollout_func(tiny_model, tmp_path):
+def test_control_takes_effect_inside_rollout_func(tiny_model, tmp_path):
     # A one-token length budget stops each episode after its first turn (the lookup), unanswered.
-    controller = RolloutController(ControlConfig(group_size=2, max_length=1))
-    rollout = gfcr_trl.rollout_func(ENV, OracleTokens(tiny_model), controller=controller, **KWARGS)
+    config = PipelineConfig(control=ControlConfig(max_length=1))
+    rollout = gfcr_trl.rollout_func(ENV, OracleTokens(tiny_model), config=config, **KWARGS)
     trainer = grpo_trainer(tiny_model, tmp_path, rollout_func=rollout, reward_funcs=gfcr_trl.env_reward)
     trainer.train()
     assert logged(trainer, "reward") == 0.0
-    assert all(len(t.steps) == 1 and t.steps[0].truncated for t in rollout.last_result.trajectories)
-    assert controller.runs == 1
-    assert all(controller.history.get(task).samples == 2 for task in trainer.train_dataset["task_id"])
+    assert all(len(t.steps) == 1 and t.steps[0].truncated for t in rollout.last_batch.generated)
+    assert rollout.last_batch.metrics["decide/stopped_episodes"] == 4
+    history = rollout.pipeline.controller.history
+    assert all(history.get(task).samples == 2 for task in trainer.train_dataset["task_id"])
 
 
 class SpreadOracle(OracleTokens):
@@ -255,23 +257,27 @@ def test_dynamic_sampling_with_thompson_selection_fills_the_batch_with_informati
 ):
     tasks = gfcr_trl.dataset(ENV, n=6, **KWARGS)["task_id"]
     informative = set(tasks[-2:])  # not among the step's first prompts: dynamic sampling must find them
-    sampling = DynamicSampling(num_groups=1, oversample=1.0, selector=ThompsonSelector(group_size=2))
-    rollout = gfcr_trl.rollout_func(ENV, SpreadOracle(tiny_model, informative), sampling=sampling, **KWARGS)
+    config = PipelineConfig(control=ControlConfig(selector="thompson", dynamic_sampling=True, oversample=1.0))
+    rollout = gfcr_trl.rollout_func(ENV, SpreadOracle(tiny_model, informative), config=config, **KWARGS)
     trainer = grpo_trainer(
         tiny_model, tmp_path, rows=2, tasks=6, rollout_func=rollout, reward_funcs=gfcr_trl.env_reward
     )
     trainer.train()
     assert set(rollout.last_batch.groups) == informative  # 2 groups, both with a reward spread
     assert logged(trainer, "reward") == 0.5 and logged(trainer, "frac_reward_zero_std") == 0.0
-    assert rollout.last_batch.dropped >= 1 and all(rollout.history.get(t).samples > 0 for t in informative)
+    history = rollout.pipeline.controller.history
+    assert rollout.last_batch.decided.dropped >= 1 and all(history.get(t).samples > 0 for t in informative)
 
 
-def test_rollout_func_refuses_a_controller_that_changes_the_groups(tiny_model, tmp_path):
-    controller = RolloutController(ControlConfig(group_size=3))
-    rollout = gfcr_trl.rollout_func(ENV, OracleTokens(tiny_model), controller=controller, **KWARGS)
-    trainer = grpo_trainer(tiny_model, tmp_path, rollout_func=rollout, reward_funcs=gfcr_trl.env_reward)
-    with pytest.raises(ConfigError, match=r"TRL needs 2 \(num_generations\)"):
-        trainer.train()
+def test_rollout_func_refuses_stages_a_trl_batch_cannot_hold():
+    budget = PipelineConfig(control=ControlConfig(sample_budget=6))
+    with pytest.raises(
+        ConfigError, match=r"sample_budget/token_budget .* num_generations samples of every prompt"
+    ):
+        gfcr_trl.rollout_func(ENV, config=budget, **KWARGS)
+    trees = PipelineConfig.from_dict({"generate": {"tree": {"entropy_points": 1}}})
+    with pytest.raises(ConfigError, match=r"\[generate\] trees .* one advantage per sequence"):
+        gfcr_trl.rollout_func(ENV, config=trees, **KWARGS)
 
 
 # -- the examples --------------------------------------------------------------------------------
@@ -303,7 +309,7 @@ def test_a_group_with_a_reward_spread_gives_a_gradient(tiny_model, tmp_path):
     trainer = grpo_trainer(tiny_model, tmp_path, rollout_func=rollout, reward_funcs=gfcr_trl.env_reward)
     before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
     trainer.train()
-    rewards = [t.total_reward for t in rollout.last_result.trajectories]
+    rewards = [t.total_reward for t in rollout.last_batch.generated]
     assert sorted(rewards) == [0.0, 0.0, 1.0, 1.0]
     assert logged(trainer, "reward_std") > 0 and logged(trainer, "frac_reward_zero_std") == 0.0
     assert logged(trainer, "grad_norm") > 0
@@ -337,6 +343,6 @@ def test_grpo_trainer_through_a_remote_env(tiny_model, tmp_path, tooluse_gold_se
     trainer.train()
     assert logged(trainer, "reward") == 1.0  # the oracle, judged by the served env's verifier
     # trajectories name the env the server plays, and keep where it was played
-    assert {t.env_id for t in rollout.last_result.trajectories} == {"gfcr/ToolUse-v0"}
-    assert all(t.remote and t.remote["url"] == url for t in rollout.last_result.trajectories)
-    assert all(t.task_id.startswith("tooluse/") for t in rollout.last_result.trajectories)
+    assert {t.env_id for t in rollout.last_batch.generated} == {"gfcr/ToolUse-v0"}
+    assert all(t.remote and t.remote["url"] == url for t in rollout.last_batch.generated)
+    assert all(t.task_id.startswith("tooluse/") for t in rollout.last_batch.generated)

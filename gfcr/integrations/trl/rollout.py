@@ -1,0 +1,331 @@
+"""`rollout_func(env_id)`: TRL's `GRPOTrainer` rolls out through gfcr's rollout pipeline.
+
+Each TRL batch is one step of the same `RolloutPipeline` that `gfcr train` runs: the recipe's
+`[control]`, `[generate]`, `[overlong_penalty]` and `[replay]` sections choose prompts, sample,
+decide and keep exactly as there, with the trainer's current weights, multi-turn and
+token-in-token-out (observation tokens get `env_mask` 0). TRL computes its own advantages from
+`env_reward`, so the credit stage is TRL's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import gymnasium as gym
+
+from gfcr.agents.policies.hf import HFPolicy
+from gfcr.agents.runner import RunnerConfig, env_config
+from gfcr.agents.runner.episode import keeps_tokens
+from gfcr.core import EnvConfig, EpisodeSpec, Message, ReplaySink, SamplingParams, TokenPolicy, Trajectory
+from gfcr.core.policy import Policy
+from gfcr.errors import ConfigError
+from gfcr.generate import group_by_task
+from gfcr.suites import make_suite
+from gfcr.trainers.config import PipelineConfig
+from gfcr.trainers.pipeline import RolloutPipeline, StepBatch
+
+logger = logging.getLogger(__name__)
+
+
+def env_reward(
+    completions: list[Any], gfcr_reward: list[float | None] | None = None, **kwargs: Any
+) -> list[float | None]:
+    """A TRL reward function for `rollout_func` runs: gfcr's judged reward of each completion (the
+    env's reward, shaped by the recipe's judge stage).
+
+    None (TRL leaves it out of its group baseline) for an episode the infrastructure failed.
+    """
+    if gfcr_reward is None:
+        raise ConfigError(
+            "env_reward reads the `gfcr_reward` field of gfcr's rollout_func; use it with "
+            "GRPOTrainer(rollout_func=rollout_func(...)), or final_answer with environment_factory"
+        )
+    return list(gfcr_reward)
+
+
+class GfcrRollout:
+    """`rollout_func(...)`'s result: plays TRL's batches as steps of gfcr's rollout pipeline.
+
+    TRL passes each prompt `num_generations` times in a row; each run of identical prompts is one
+    group of the prompt's task (found by its dataset row). With the uniform selector and no stage
+    that drops groups, the step samples exactly TRL's prompts; otherwise Control chooses among
+    TRL's prompts and then every dataset task, as in `gfcr train` (so reward functions must read
+    `gfcr_reward`/`task_id`, as `env_reward` does, not the prompts). A step short of groups (dynamic
+    sampling ran out of rounds) is topped up with the full groups it dropped, then with plain groups
+    of TRL's prompts. The policy is the trainer's model (`HFPolicy.from_model`) unless one is given.
+    `pipeline` is built on the first call (it needs TRL's batch shape); `last_batch` is the latest
+    step's `StepBatch`.
+    """
+
+    def __init__(
+        self,
+        envs: Sequence[EnvConfig],
+        policy: Policy | None,
+        config: PipelineConfig,
+        runner_config: RunnerConfig | None,
+        replay: ReplaySink | None,
+    ) -> None:
+        check_trl_pipeline(config)
+        self.envs = {c.key: c for c in envs}
+        self.policy, self.config, self.runner_config, self.replay = policy, config, runner_config, replay
+        self.pipeline: RolloutPipeline | None = None
+        self.last_batch: StepBatch | None = None
+        self._tasks: dict[str, EpisodeSpec] = {}  # prompt key -> its task
+        self._prompts: dict[str, Any] = {}  # task id -> its dataset prompt
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+        policy = self._policy(trainer)
+        size = trainer.num_generations if trainer.model.training else trainer.num_generations_eval
+        tasks = [self._task(prompt, trainer) for prompt in prompts]
+        groups = tasks[::size]
+        if len(tasks) % size or any(task != groups[i // size] for i, task in enumerate(tasks)):
+            raise ConfigError(
+                f"expected each prompt {size} times in a row (num_generations), got {len(tasks)}"
+            )
+        pipeline = self._pipeline(policy, trainer, len(groups), size)
+        batch_ids = [spec.task_id or "" for spec in groups]
+        batch = pipeline.step(batch_ids + self._others(batch_ids) if self._chooses(pipeline) else batch_ids)
+        self.last_batch = batch
+        ordered = self._ordered(batch, batch_ids, size, pipeline)
+        reward = pipeline.reward
+        out_prompts = [self._prompts.get(t.task_id, t.prompt) for t in ordered]
+        return trl_fields(ordered, out_prompts, cast(TokenPolicy, policy), _eos_id(trainer), reward)
+
+    def _chooses(self, pipeline: RolloutPipeline) -> bool:
+        """Whether Control may pick other prompts than TRL's batch (a selector, a stage that drops)."""
+        control = pipeline.controller.config
+        return control.selector != "uniform" or control.dynamic_sampling or control.early_stopping
+
+    def _others(self, batch_ids: Sequence[str]) -> list[str]:
+        taken = set(batch_ids)
+        return [spec.task_id for spec in self._tasks.values() if spec.task_id and spec.task_id not in taken]
+
+    def _ordered(
+        self, batch: StepBatch, batch_ids: Sequence[str], size: int, pipeline: RolloutPipeline
+    ) -> list[Trajectory]:
+        """`len(batch_ids)` groups of `size`, group by group: the kept ones, then the dropped full
+        groups, then plain groups of TRL's own prompts run now."""
+        groups = {task_id: group[:size] for task_id, group in batch.groups.items() if len(group) >= size}
+        wanted = len(batch_ids)
+        if len(groups) < wanted:
+            logger.warning(
+                "the step kept %d of %d groups; topping up with dropped groups", len(groups), wanted
+            )
+            for task_id, group in group_by_task(batch.generated).items():
+                if len(groups) < wanted and task_id not in groups and len(group) >= size:
+                    groups[task_id] = group[:size]
+        missing = [t for t in batch_ids if t not in groups][: wanted - len(groups)]
+        if missing:
+            for task_id, group in group_by_task(pipeline.sample({t: size for t in missing})).items():
+                groups[task_id] = group[:size]
+        first = [t for t in batch_ids if t in groups]  # TRL's own prompts in TRL's order, then Control's
+        chosen = (first + [t for t in groups if t not in set(first)])[:wanted]
+        ordered = [t for task_id in chosen for t in groups[task_id]]
+        if len(ordered) != wanted * size:
+            raise ConfigError(
+                f"the step gave {len(ordered)} episodes, but TRL needs {size} (num_generations) for each of "
+                f"{wanted} prompts; episodes failed by the infrastructure are left out of groups: see the "
+                "trajectories' failure reasons (rollout.last_batch.generated)"
+            )
+        return ordered
+
+    def _pipeline(self, policy: Policy, trainer: Any, num_prompts: int, size: int) -> RolloutPipeline:
+        if self.pipeline is None:
+            runner = self.runner_config or _trainer_runner_config(trainer.args, num_prompts * size)
+            pool = list({spec.task_id: spec for spec in self._tasks.values()}.values())
+            self.pipeline = RolloutPipeline.from_config(
+                policy,
+                pool,
+                self.config,
+                prompts_per_step=num_prompts,
+                group_size=size,
+                seed=int(trainer.args.seed),
+                runner=runner,
+                replay=self.replay,
+            )
+        return self.pipeline
+
+    def _policy(self, trainer: Any) -> Policy:
+        if self.policy is None:
+            tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
+            model = trainer.accelerator.unwrap_model(trainer.model)
+            self.policy = HFPolicy.from_model(model, tokenizer, name="hf:trl")
+        if not keeps_tokens(type(self.policy)):
+            raise ConfigError(
+                f"rollout_func needs a policy that keeps token ids (hf:, vllm:); {self.policy.name} does not"
+            )
+        self.policy.version = str(trainer.state.global_step)  # type: ignore[misc]  # the weights' step
+        return self.policy
+
+    def _task(self, prompt: Any, trainer: Any) -> EpisodeSpec:
+        """The task of a prompt, from the trainer's datasets' rows (indexed on first use)."""
+        key = _prompt_key(prompt)
+        if key not in self._tasks:
+            for rows in (trainer.train_dataset, getattr(trainer, "eval_dataset", None)):
+                self._index(rows)
+        if key not in self._tasks:
+            raise ConfigError(
+                f"no dataset row has the prompt {str(prompt)[:80]}…; build the dataset with "
+                "gfcr.integrations.trl.dataset(...) (columns prompt, task_id, env_id, env_kwargs)"
+            )
+        return self._tasks[key]
+
+    def _index(self, rows: Any) -> None:
+        if isinstance(rows, dict):  # several eval datasets
+            for part in rows.values():
+                self._index(part)
+            return
+        names = getattr(rows, "column_names", None) or []  # None for a streaming dataset
+        if "task_id" not in names:
+            return
+        columns = {
+            name: rows[name] for name in ("prompt", "task_id", "env_id", "env_kwargs") if name in names
+        }
+        only = next(iter(self.envs.values())) if len(self.envs) == 1 else None
+        for i, prompt in enumerate(columns["prompt"]):
+            env_id = columns["env_id"][i] if "env_id" in columns else None
+            kwargs = columns["env_kwargs"][i] if "env_kwargs" in columns else None
+            env = only if env_id is None and only is not None else self._env(env_id, kwargs)
+            spec = EpisodeSpec(env, columns["task_id"][i])
+            self._prompts.setdefault(spec.task_id or "", prompt)
+            previous = self._tasks.setdefault(_prompt_key(prompt), spec)
+            if previous != spec:
+                logger.warning(
+                    "tasks %s and %s have the same prompt; it runs as %s",
+                    previous.task_id,
+                    spec.task_id,
+                    previous.task_id,
+                )
+
+    def _env(self, env_id: str | None, kwargs: str | None) -> EnvConfig:
+        key = json.dumps([env_id, json.loads(kwargs or "{}")], sort_keys=True, default=str)
+        if key not in self.envs:
+            raise ConfigError(
+                f"a dataset row is for env {env_id!r} with {kwargs}, which this rollout_func does not run "
+                f"(it runs {[c.env_id for c in self.envs.values()]}); build both from one env id and kwargs"
+            )
+        return self.envs[key]
+
+
+def rollout_func(
+    env_id_or_suite: str,
+    policy: Policy | None = None,
+    *,
+    config: PipelineConfig | str | Path | None = None,
+    runner_config: RunnerConfig | None = None,
+    replay: ReplaySink | None = None,
+    **env_kwargs: Any,
+) -> GfcrRollout:
+    """A `GRPOTrainer(rollout_func=...)` whose every batch is one step of gfcr's rollout pipeline.
+
+    `config` is the pipeline's stages: a `PipelineConfig`, or the path of a `gfcr train` recipe
+    (e.g. `examples/methods/dapo.toml`: its `[control]`, `[generate]`, `[overlong_penalty]` and
+    `[replay]` sections; the trainer-only sections are for `gfcr train` and left alone here), so a
+    recipe configured for one trainer runs unchanged in the other. `num_prompts` and `group_size`
+    follow TRL's batch (its prompts and `num_generations`). Episodes are multi-turn with the env's
+    tools, token-in-token-out: `completion_ids` are the policy's sampled tokens and the observation
+    tokens between turns (`env_mask` 0, logprob 0.0). Sampling follows the trainer's `temperature`,
+    `top_p` and `max_completion_length` (the token budget of a whole episode) unless
+    `runner_config` is given. `policy` defaults to the trainer's model; any `TokenPolicy` works.
+    `replay` stores every finished trajectory (and rescues all-failed groups when the recipe's
+    `[replay] rescue` is on).
+
+    Extra fields for reward functions: `gfcr_reward`, `gfcr_signals`, `task_id`, `trajectory_id`.
+
+    >>> f = rollout_func("gfcr/ToolUse-v0", num_tasks=10)
+    >>> [c.env_id for c in f.envs.values()], f.config.control.selector
+    (['gfcr/ToolUse-v0'], 'uniform')
+    """
+    if env_id_or_suite in gym.registry:
+        envs = [env_config(env_id_or_suite, env_kwargs)]
+    elif env_kwargs:
+        raise ConfigError(
+            f"suite {env_id_or_suite!r} fixes its envs' keywords; got {sorted(env_kwargs)}: drop them"
+        )
+    else:
+        suite = make_suite(env_id_or_suite)
+        envs = [env_config(entry.env_id, entry.kwargs) for entry in suite.entries]
+    if not isinstance(config, PipelineConfig):
+        config = PipelineConfig() if config is None else PipelineConfig.from_toml(config)
+    return GfcrRollout(envs, policy, config, runner_config, replay)
+
+
+def check_trl_pipeline(config: PipelineConfig) -> None:
+    """Refuse what TRL's batch cannot hold, naming the stage and why."""
+    control = config.control
+    if control.sample_budget is not None or control.token_budget is not None:
+        raise ConfigError(
+            "[control] sample_budget/token_budget allocate a different number of samples to each prompt, "
+            "but TRL's batch holds num_generations samples of every prompt; drop the budget under TRL "
+            "(gfcr train runs it)"
+        )
+    if config.generate.trees:
+        raise ConfigError(
+            "[generate] trees give each sample per-token advantages from its tree, but TRL's loss takes "
+            "one advantage per sequence from its reward functions; train trees with gfcr train"
+        )
+
+
+def _trainer_runner_config(args: Any, num_episodes: int) -> RunnerConfig:
+    """The runner settings that follow TRL's: sampling, and the completion budget of an episode."""
+    sampling = SamplingParams(
+        temperature=float(args.temperature),
+        top_p=float(args.top_p),
+        max_tokens=int(args.max_completion_length),
+    )
+    return RunnerConfig(
+        concurrency=num_episodes, sampling=sampling, max_episode_tokens=int(args.max_completion_length)
+    )
+
+
+def trl_fields(
+    trajectories: Sequence[Trajectory],
+    prompts: Sequence[Any],
+    policy: TokenPolicy,
+    eos_id: int,
+    reward: Any = None,
+) -> dict[str, list[Any]]:
+    """TRL's rollout fields from trajectories' token data, with each episode's judged `reward`
+    (None: the env's); an episode that failed before the policy spoke gets its prompt's ids, one
+    end-of-turn token masked out, and reward None."""
+    keys = ("prompt_ids", "completion_ids", "logprobs", "env_mask", "gfcr_reward", "gfcr_signals")
+    out: dict[str, list[Any]] = {key: [] for key in (*keys, "task_id", "trajectory_id")}
+    for trajectory, prompt in zip(trajectories, prompts, strict=True):
+        tokens = trajectory.tokens
+        spoke = tokens is not None and sum(tokens.loss_mask) > 0 and trajectory.status == "ok"
+        if tokens is not None and spoke:
+            out["prompt_ids"].append(list(tokens.prompt_ids))
+            out["completion_ids"].append(list(tokens.completion_ids))
+            out["logprobs"].append(list(tokens.logprobs))
+            out["env_mask"].append(list(tokens.loss_mask))
+        else:
+            messages = (
+                [Message.from_dict(m) for m in prompt]
+                if isinstance(prompt, list)
+                else [Message("user", prompt)]
+            )
+            out["prompt_ids"].append(
+                list(tokens.prompt_ids) if tokens else policy.encode_prompt(messages, ())
+            )
+            out["completion_ids"].append([eos_id])
+            out["logprobs"].append([0.0])
+            out["env_mask"].append([0])
+        judged = reward(trajectory) if reward is not None else trajectory.total_reward
+        out["gfcr_reward"].append(judged if spoke else None)
+        out["gfcr_signals"].append(dict(trajectory.signals))
+        out["task_id"].append(trajectory.task_id)
+        out["trajectory_id"].append(trajectory.id)
+    return out
+
+
+def _eos_id(trainer: Any) -> int:
+    tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
+    return int(tokenizer.eos_token_id)
+
+
+def _prompt_key(prompt: Any) -> str:
+    return json.dumps(prompt, sort_keys=True, ensure_ascii=False, default=str)
