@@ -103,14 +103,23 @@ class Episode:
         self._tokens = cast(TokenPolicy, policy) if keeps_tokens(cast(Hashable, type(policy))) else None
         if self._tokens is not None:
             self.trajectory.tokens = TokenData(
-                prompt_ids=self._tokens.encode_prompt(self.messages, self.tools)
+                prompt_ids=self._encode_prompt(policy)
             )
         self.done = False
         self._observation: tuple[Sequence[Message], list[int]] | None = None  # to encode before the next turn
-        self.branch_key = ""  # a token branch's own id: its turns sample with seeds of their own
+        self.branch_key = ""  # a branch's own id: its turns sample with seeds of their own
         self._shared_tokens = 0  # policy tokens of this episode that an ancestor generated (and counts)
         self._before_turn: _Turn | None = None
         self._prefix: _Prefix | None = None  # a token branch's forced start of its next turn
+
+    def _encode_prompt(self, policy: Policy) -> list[int]:
+        """The prompt's ids. A policy that wants to know an episode's task before it renders the
+        prompt (`begin_episode(messages, task)`: adaptive guidance) is told it first."""
+        begin = getattr(policy, "begin_episode", None)
+        if callable(begin):
+            begin(self.messages, self.task)
+        assert self._tokens is not None  # only token policies encode prompts
+        return self._tokens.encode_prompt(self.messages, self.tools)
 
     @property
     def completion_tokens(self) -> int:
@@ -199,8 +208,11 @@ class Episode:
 
     def branch(self, trajectory_id: str) -> Episode:
         """An independent copy of this episode so far (for a controller that branches it), whose
-        `cost.tokens_out` starts at 0: the tokens so far are the parent's."""
+        `cost.tokens_out` starts at 0: the tokens so far are the parent's. Its later turns sample
+        with seeds of its own (`branch_key`): a copy that drew what its parent draws would be no
+        branch at all."""
         twin = copy.copy(self)
+        twin.branch_key = trajectory_id
         twin.trajectory = copy.deepcopy(self.trajectory)
         twin.trajectory.id = trajectory_id
         twin.messages = twin.trajectory.messages
@@ -243,7 +255,6 @@ class Episode:
             )
         start = slice(before.token_ids, before.token_ids + offset)
         twin = self.branch(trajectory_id)
-        twin.branch_key = trajectory_id  # siblings at one offset must not draw alike
         twin._prefix = _Prefix(
             tuple(tokens.completion_ids[start]),
             tuple(tokens.logprobs[start]),
@@ -343,8 +354,9 @@ def _action(completion: Completion) -> str | Action:
 
 def turn_seed(seed: int, turn: int, branch: str = "") -> int:
     """The sampling seed of turn `turn` (from 0) of an episode seeded `seed`: the episode's own seed
-    on its first turn (single-turn runs sample as before), a hash of both after it. A token branch
-    hashes its trajectory id in too, so that copies of one prefix do not sample alike.
+    on its first turn (single-turn runs sample as before), a hash of both after it. A branch (between
+    turns or inside one) hashes its trajectory id in too, so that copies of one prefix do not sample
+    alike.
 
     >>> turn_seed(7, 0), turn_seed(7, 1) == turn_seed(7, 1), turn_seed(7, 1) != turn_seed(7, 2)
     (7, True, True)

@@ -143,8 +143,8 @@ class GuidedPolicy:
     round and kept for every turn and episode of the prompt until `record(trajectories)` writes
     it on the finished trajectories and starts the next round, so a multi-turn episode never sees
     it change (a planner called again, a skill library grown by Replay, a posterior that moved).
-    A token policy encodes the prompt before any request names its task, so there `when` sees
-    the task only from a prompt's second round on (the first is unguided).
+    A token policy encodes the prompt before any request names its task: the runner names it
+    first (`begin_episode`), so `when` decides from a prompt's first round there too.
 
     >>> from gfcr.core import Request
     >>> class Echo:
@@ -181,6 +181,11 @@ class GuidedPolicy:
             guide = self.when is None or (task is not None and self.when(task))
             given = self._given.setdefault(prompt, self.guide.guidance(prompt) if guide else "")
         return given
+
+    def begin_episode(self, messages: Sequence[Message], task: Task) -> None:
+        """The runner names an episode's task before its prompt is encoded (a token policy's
+        prompt ids come before any request), so `when` can decide for the prompt at once."""
+        self._tasks[first_user_text(messages)] = task
 
     def record(self, trajectories: Iterable[Trajectory]) -> None:
         """Write on each finished trajectory the guidance its prompt got (`Trajectory.guidance`),
