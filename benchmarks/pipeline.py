@@ -46,20 +46,26 @@ def overhead(steps: int) -> None:
     runner = Runner(policy, runner_config)
     task_ids = [t.task_id for t in tasks if t.task_id is not None]
 
-    def bare(step: int) -> None:
+    rounds = iter(range(1, 10**6))
+
+    def bare() -> None:
         plan = controller.plan(task_ids)
         chosen = [t for t in tasks if t.task_id in plan]
-        controller.observe(runner.run(expand_groups(chosen, plan, seed=round_seed(0, step))).trajectories)
+        specs = expand_groups(chosen, plan, seed=round_seed(0, next(rounds)))
+        controller.observe(runner.run(specs).trajectories)
 
     timed: dict[str, list[float]] = {"pipeline": [], "bare": []}
-    bare(0), pipeline.step()  # warm: envs made, math-verify started
-    for step in range(1, steps + 1):
-        for name, run in (("pipeline", pipeline.step), ("bare", lambda: bare(step))):
+    bare(), pipeline.step()  # warm: envs made
+    for _ in range(steps):
+        for name, run in (("pipeline", pipeline.step), ("bare", bare)):
             started = time.perf_counter()
             run()
             timed[name].append(time.perf_counter() - started)
     pipe, floor = statistics.median(timed["pipeline"]), statistics.median(timed["bare"])
-    print(f"\n### Pipeline overhead: {G} prompts x {K} samples, scripted oracle, gfcr/ToolUse-v0, {steps} steps\n")
+    print(
+        f"\n### Pipeline overhead: {G} prompts x {K} samples, scripted oracle, gfcr/ToolUse-v0, "
+        f"{steps} steps\n"
+    )
     print("| | median step (s) | ratio |\n|---|---:|---:|")
     print(f"| bare: choose, Runner.run, observe | {floor:.4f} | 1.000 |")
     print(f"| RolloutPipeline.step() | {pipe:.4f} | {pipe / floor:.3f} |")
@@ -80,7 +86,9 @@ def trees(model: str) -> None:
     print("| shape | samples | policy tokens generated | per sample | response tokens trained | wall (s) |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, config in shapes.items():
-        pipeline = RolloutPipeline.from_config(policy, tasks, config, prompts_per_step=4, group_size=K, runner=runner)
+        pipeline = RolloutPipeline.from_config(
+            policy, tasks, config, prompts_per_step=4, group_size=K, runner=runner
+        )
         started, samples, generated, trained = time.perf_counter(), 0, 0, 0
         for _ in range(2):
             batch = pipeline.step()
@@ -92,9 +100,13 @@ def trees(model: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--steps", type=int, default=10, help="timed steps of each way (overhead)")
-    parser.add_argument("--model", default=None, help="a model directory for the tree run (default: a tiny one)")
+    parser.add_argument(
+        "--model", default=None, help="a model directory for the tree run (default: a tiny one)"
+    )
     args = parser.parse_args()
     overhead(args.steps)
     model = args.model
