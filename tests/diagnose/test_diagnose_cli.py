@@ -58,7 +58,7 @@ def test_fail_on_exits_1_when_a_pathology_is_that_severe(tmp_path):
     bench(report)  # the oracle always passes, random always fails: every group is flat
     flat = runner.invoke(app, ["diagnose", str(report), "--fail-on", "high"], terminal_width=200)
     assert flat.exit_code == 1, flat.output
-    assert "[dynamic_sampling] filter_groups = true" in flat.output
+    assert "dynamic_sampling = true` (DAPO)" in flat.output
     bad = runner.invoke(app, ["diagnose", str(report), "--fail-on", "severe"])
     assert bad.exit_code == 2 and "--fail-on must be low, medium or high" in bad.output
 

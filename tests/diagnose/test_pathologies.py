@@ -41,7 +41,7 @@ def test_zero_variance_groups_all_fail_and_all_pass_per_env_and_prompt(write, cl
     }
     assert found.evidence["tokens_on_them"] == 32 * 10
     assert any(
-        "[dynamic_sampling] filter_groups = true" in lever and "67%" in lever for lever in found.levers
+        "[control] dynamic_sampling = true" in lever and "67%" in lever for lever in found.levers
     )
 
 

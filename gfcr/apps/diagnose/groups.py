@@ -125,9 +125,9 @@ def _zero_variance_levers(data: RunData, evidence: dict[str, Any], value: float)
             "(an easier `[env] kwargs` split or difficulty)"
         )
     levers += [
-        f"enable `[dynamic_sampling] filter_groups = true`: {value:.0%} of groups had zero variance; "
+        f"enable `[control] dynamic_sampling = true`: {value:.0%} of groups had zero variance; "
         "each step then resamples until its groups have a reward spread (DAPO)",
-        'set `[rollout] selector = "vcrl"` (or "greso"): prompts whose last groups varied are sampled '
+        'set `[control] selector = "vcrl"` (or "greso"): prompts whose last groups varied are sampled '
         "first, prompts predicted to give zero-variance groups are skipped",
     ]
     all_fail, all_pass = evidence.get("all_fail", 0), evidence.get("all_pass", 0)
@@ -167,8 +167,8 @@ def _zero_variance_eval_levers(data: RunData, evidence: dict[str, Any], value: f
         )
     levers.append(
         f"trained on these prompts, {value:.0%} of this agent's groups would carry no gradient; in "
-        "`gfcr train`, enable `[dynamic_sampling] filter_groups = true` (DAPO) or set "
-        '`[rollout] selector = "greso"`'
+        "`gfcr train`, enable `[control] dynamic_sampling = true` (DAPO) or set "
+        '`[control] selector = "greso"`'
     )
     return levers
 
@@ -302,13 +302,13 @@ def _wasted_levers(wasted_share: float, failed_share: float, ratio: float, *, tr
         levers.append(
             f"{wasted_share:.0%} of tokens went to prompts whose samples all got one reward: here they "
             "measure pass^k, but in training they would be wasted; in `gfcr train`, enable "
-            "`[early_stopping] enabled = true` (AR3PO)"
+            "`[control] early_stopping = true` (AR3PO)"
         )
     elif severity("wasted_token_share", wasted_share) != "none":
         levers += [
-            f"enable `[early_stopping] enabled = true`: {wasted_share:.0%} of tokens went to groups with no "
+            f"enable `[control] early_stopping = true`: {wasted_share:.0%} of tokens went to groups with no "
             "reward spread; a prompt whose first samples agree stops early (AR3PO)",
-            'set `[rollout] selector = "greso"`: skips prompts predicted to give zero-variance '
+            'set `[control] selector = "greso"`: skips prompts predicted to give zero-variance '
             "groups (GRESO)",
         ]
     if severity("failed_share", failed_share) != "none":

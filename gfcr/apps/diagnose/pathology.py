@@ -4,7 +4,7 @@ Severity is one of `SEVERITIES`, graded by `gfcr.filter.indicators.severity` aga
 indicator's (low, medium, high) boundaries in `THRESHOLDS`; "not_measurable" says the input holds
 nothing to judge it by (and the evidence says why), never a guessed value.
 
->>> p = Pathology("zero_variance_groups", "high", {"share": 0.8}, ["enable [dynamic_sampling] filter_groups"])
+>>> p = Pathology("zero_variance_groups", "high", {"share": 0.8}, ["enable [control] dynamic_sampling"])
 >>> p.found, Pathology.unmeasurable("stale_replay", "no replay").evidence
 (True, {'not_measurable': 'not measurable from this input: no replay'})
 """
