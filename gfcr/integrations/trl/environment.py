@@ -10,14 +10,17 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
 import gymnasium as gym
 
 from gfcr.agents.runner import env_config
-from gfcr.core import Action, Message, Step, ToolCall, Trajectory
+from gfcr.agents.runner.episode import Episode
+from gfcr.core import Action, Completion, Request, ToolCall, Trajectory
 from gfcr.errors import ConfigError
 from gfcr.integrations.trl.dataset import kwargs_json
 
@@ -36,8 +39,10 @@ class GfcrEnvironment:
     TRL creates instances with no arguments, calls `reset(**row)` before each rollout, calls the
     tool methods the model asks for, and `get_reward()` at the end. Each tool call is one
     `step` of the gfcr env (an `Action` holding that one call), so turn limits, signals and
-    rewards advance exactly as in a gfcr rollout; `trajectory` records the episode. Only `reset`
-    and `get_reward` are public besides the tools: TRL offers every other public method as a tool.
+    rewards advance exactly as in a gfcr rollout; `trajectory` records the episode, turn by turn
+    as the runner records one (`gfcr.agents.runner.episode.Episode`: messages, steps, cost), with
+    TRL named as its policy. Only `reset` and `get_reward` are public besides the tools: TRL offers
+    every other public method as a tool.
     """
 
     env_id: ClassVar[str] = ""
@@ -46,8 +51,7 @@ class GfcrEnvironment:
     def __init__(self) -> None:
         self._env = gym.make(self.env_id, **self.env_kwargs)
         weakref.finalize(self, self._env.close)
-        self.trajectory: Trajectory | None = None
-        self._done = False
+        self._episode: Episode | None = None
 
     def reset(self, **row: Any) -> str | None:
         """Start the episode of `row["task_id"]` (the seed picks a task without one).
@@ -57,10 +61,15 @@ class GfcrEnvironment:
         """
         self._check_row(row)
         task_id = row.get("task_id")
+        started = time.perf_counter()
         obs, info = self._env.reset(options={"task_id": task_id} if task_id else None)
-        self.trajectory = Trajectory(self.env_id, info["task"].id, obs, messages=list(info["messages"]))
-        self._done = False
+        self._episode = Episode(TRL_GENERATES, self.env_id, (obs, info), started=started)
         return None if row.get("prompt") else obs
+
+    @property
+    def trajectory(self) -> Trajectory | None:
+        """The episode so far (None before the first `reset`)."""
+        return self._episode.trajectory if self._episode is not None else None
 
     def get_reward(self) -> float:
         """gfcr's verdict: the episode's total reward.
@@ -69,12 +78,11 @@ class GfcrEnvironment:
         `final_answer` stepped it) is truncated here and keeps the reward it has: 0.0 for tasks
         judged on their answer.
         """
-        if self.trajectory is None:
+        if self._episode is None:
             return 0.0
-        if not self._done and self.trajectory.steps:
-            self.trajectory.steps[-1].truncated = not self.trajectory.steps[-1].terminated
-        self._done = True
-        return self.trajectory.total_reward
+        if not self._episode.done:
+            self._episode.truncate()
+        return self._episode.finish().total_reward
 
     def _check_row(self, row: dict[str, Any]) -> None:
         env_id, kwargs = row.get("env_id"), row.get("env_kwargs")
@@ -87,29 +95,42 @@ class GfcrEnvironment:
 
     def _call_tool(self, name: str, arguments: dict[str, Any]) -> str:
         """Step the env with one tool call; the observation (a tool result or error) goes to the model."""
-        if self.trajectory is None:
+        if self._episode is None:
             return f"Error: {name}() was called before reset(); no episode is running."
-        if self._done:
+        if self._episode.done:
             return f"Error: the episode is over; {name}() was not run."
         call = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False, default=str)
         return self._step(Action(f"<tool_call>{call}</tool_call>", (ToolCall(name, arguments),)))
 
     def _answer(self, text: str) -> None:
         """Step the model's final text answer, if the episode still waits for one."""
-        if self.trajectory is not None and not self._done:
+        if self._episode is not None and not self._episode.done:
             self._step(text)
 
     def _step(self, action: str | Action) -> str:
-        assert self.trajectory is not None  # callers check reset() was called
-        obs, reward, terminated, truncated, info = self._env.step(action)
-        text = action.text if isinstance(action, Action) else action
-        tool_calls = action.tool_calls if isinstance(action, Action) else ()
-        self.trajectory.messages += [Message("assistant", text, tool_calls), *info["messages"]]
-        self.trajectory.steps.append(
-            Step(text, str(obs), float(reward), terminated, truncated, info["signals"], info.get("state"))
+        assert self._episode is not None  # callers check reset() was called
+        started = time.perf_counter()
+        result = self._env.step(action)
+        completion = (
+            Completion(action.text, action.tool_calls) if isinstance(action, Action) else Completion(action)
         )
-        self._done = terminated or truncated
-        return str(obs)
+        self._episode.record(completion, result, policy_s=0.0, env_s=time.perf_counter() - started)
+        return str(result[0])
+
+
+@dataclass(frozen=True)
+class TRLGenerates:
+    """The policy an `environment_factory` episode records: TRL's own generation, which gfcr never
+    calls (TRL samples and hands gfcr each tool call and the final answer)."""
+
+    name: str = "trl"
+    version: str = ""
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        raise ConfigError("environment_factory episodes are generated by TRL's GRPOTrainer, not by gfcr")
+
+
+TRL_GENERATES = TRLGenerates()
 
 
 def environment_factory(env_id: str, **env_kwargs: Any) -> type[GfcrEnvironment]:
