@@ -1,0 +1,105 @@
+"""The method recipes (examples/methods/*.toml): each loads, runs one RL step of `gfcr train` on the
+tiny model with its own stages (only the shared model, env and sizes shrunk), and its defining stage
+acts; those whose stages fit a TRL batch configure TRL's rollout_func unchanged, the tree ones are
+refused with the reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gfcr.control.selection import GresoSelector, SecSelector, ThompsonSelector, VarianceSelector
+from gfcr.errors import ConfigError
+from gfcr.trainers import TrainConfig, Trainer
+from gfcr.trainers.config import PipelineConfig, read_toml
+
+RECIPES = sorted((Path(__file__).parents[2] / "examples" / "methods").glob("*.toml"))
+METHODS = {"grpo", "dr_grpo", "dapo", "greso", "vcrl", "vade", "sec", "ar3po", "treerl", "treerpo", "gspo"}
+TREES = {"treerl", "treerpo"}  # per-token credit from a tree: gfcr train only
+
+
+def shrunk(path: Path, tiny_model: Path, env_id: str, out_dir: Path) -> TrainConfig:
+    """The recipe with its shared parts made small: the tiny model, the parity env, 2 prompts of
+    4 samples, 6 tokens, one RL step; every method section stays as written."""
+    data = read_toml(path)
+    overrides: dict[str, Any] = {
+        "model": {"path": str(tiny_model)},
+        "env": {"id": env_id, "kwargs": {}, "num_tasks": 16},
+        "rollout": {"prompts_per_step": 2, "group_size": 4, "max_tokens": 6, "concurrency": 8},
+        "optim": {"micro_batch_size": 8},
+        "log": {"tensorboard": False, "progress": False, "eval_every": 0},
+        "sft": {"steps": 0},
+    }
+    for section, values in overrides.items():
+        data[section] = {**data.get(section, {}), **values}
+    return TrainConfig.from_dict(
+        {**data, "steps": 1, "out_dir": str(out_dir), "checkpoint_every": 0, "threads": 1}
+    )
+
+
+def test_every_method_of_the_survey_that_gfcr_realises_has_a_recipe():
+    assert {p.stem for p in RECIPES} == METHODS
+
+
+def test_the_recipes_share_everything_but_their_method():
+    """Side by side, they differ only in out_dir and the method's sections ([loss], [control],
+    [generate], [overlong_penalty], [replay])."""
+    method = {"out_dir", "loss", "control", "generate", "overlong_penalty", "replay"}
+    shared = [{k: v for k, v in read_toml(p).items() if k not in method} for p in RECIPES]
+    assert all(s == shared[0] for s in shared)
+    assert all(read_toml(p)["out_dir"] == f"runs/methods/{p.stem}" for p in RECIPES)
+
+
+@pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.stem)
+def test_the_recipe_runs_one_step_and_its_method_acts(path, tiny_model, parity_env, tmp_path):
+    recipe = TrainConfig.from_toml(path)  # as written: it loads
+    trainer = Trainer(shrunk(path, tiny_model, parity_env, tmp_path / "run"))
+    history = trainer.train()
+    assert [m["step"] for m in history] == [1]
+    m, name = history[0], path.stem
+    assert m["generate/episodes"] > 0 and "update/skipped" in m
+    assert trainer.settings.loss == recipe.loss  # the recipe's loss, estimator and clip range
+    selector = trainer.controller.selector
+    match name:
+        case "grpo":
+            assert trainer.models.reference is not None and recipe.loss.beta > 0  # the KL term
+        case "dr_grpo" | "gspo":
+            assert trainer.pipeline.estimator == recipe.loss.estimator
+        case "dapo":  # dynamic sampling: nothing without a reward spread reaches the update
+            assert m["decide/rounds"] >= 1 and m["rollout/zero_variance_share"] == 0.0
+            assert "judge/overlong_penalty_mean" in m
+            assert (recipe.loss.epsilon_low, recipe.loss.epsilon_high) == (0.2, 0.28)
+        case "greso":
+            assert isinstance(selector, GresoSelector) and m["rollout/zero_variance_share"] == 0.0
+        case "vcrl":
+            assert isinstance(selector, VarianceSelector)
+        case "vade":
+            assert isinstance(selector, ThompsonSelector)
+            assert trainer.controller.history.decay == recipe.pipeline.control.decay < 1.0
+            assert trainer.controller.history.prior == recipe.pipeline.control.prior
+        case "sec":  # the bandit learnt a value for the category it drew from
+            assert isinstance(selector, SecSelector) and set(selector.values) == {"tooluse"}
+        case "ar3po":  # groups drawn in waves; every response kept for reuse
+            assert m["decide/runs"] > m["decide/rounds"]
+            stored = [t for t in trainer.last_rollout.generated if t.status == "ok"]
+            assert trainer.replay is not None and len(trainer.replay) == len(stored) > 0
+            assert "keep/rescued" in m
+        case "treerl" | "treerpo":  # branches inside the turn, credited per token by the tree
+            assert m["generate/branches"] > 0 and trainer.pipeline.estimator == name
+            assert m["generate/episodes"] > trainer.pipeline.roots(4) * 2  # leaves beyond the roots
+        case _:
+            pytest.fail(f"no check for the recipe {name}")
+
+
+@pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.stem)
+def test_the_recipe_configures_trl_unless_it_grows_trees(path):
+    from gfcr.integrations.trl import rollout_func
+
+    if path.stem in TREES:
+        with pytest.raises(ConfigError, match=r"\[generate\] trees .* train trees with gfcr train"):
+            rollout_func("gfcr/ToolUse-v0", config=path, num_tasks=4)
+        return
+    rollout = rollout_func("gfcr/ToolUse-v0", config=path, num_tasks=4)
+    assert rollout.config == PipelineConfig.from_toml(path) == TrainConfig.from_toml(path).pipeline
