@@ -52,6 +52,9 @@ def test_indicators_are_logged_every_step(make_config):
     assert found.criteria["card"]["train"]["model_hash"]  # the trained model's files, hashed
     assert found.criteria["reliability"]["episodes"] == sum(m["rollout/episodes"] for m in logged)
     assert "buffer" in found.pathology("stale_replay").evidence  # replay.db read back
+    stages = found.criteria["pipeline"]  # each stage of the rollout pipeline, summed over the steps
+    assert stages["generate/episodes"] == sum(m["rollout/episodes"] for m in logged)
+    assert stages["choose/prompts"] == 2 * len(logged) and "credit/advantage_abs_mean" in stages
 
 
 def test_gfcr_train_writes_the_criteria_report(train_toml, tmp_path):

@@ -182,7 +182,27 @@ def _from_metrics(data: RunData) -> dict[str, Any]:
             "per_solved_episode": _per(tokens, seconds, env_calls, solved_n),
             "per_informative_group": _per(tokens, seconds, env_calls, informative),
         },
+        "pipeline": pipeline_totals(rl),
     }
+
+
+PIPELINE_STAGES = ("choose", "allocate", "generate", "judge", "decide", "keep", "credit")
+
+
+def pipeline_totals(steps: list[dict[str, Any]]) -> dict[str, float]:
+    """What each stage of the rollout pipeline did over a run (its `choose/`, `generate/`, …
+    metrics): counts summed over the steps, means and shares averaged.
+
+    >>> pipeline_totals([{"generate/branches": 3, "judge/reward_mean": 0.5}, {"generate/branches": 1}])
+    {'generate/branches': 4.0, 'judge/reward_mean': 0.5}
+    """
+    keys = dict.fromkeys(k for m in steps for k in m if k.split("/")[0] in PIPELINE_STAGES)
+    totals = {}
+    for key in keys:
+        values = [float(m[key]) for m in steps if key in m]
+        averaged = key.endswith(("_mean", "_share"))
+        totals[key] = round(sum(values) / len(values) if averaged else sum(values), 4)
+    return totals
 
 
 def _per(tokens: float, seconds: float, env_calls: float, count: float) -> dict[str, float] | None:

@@ -25,6 +25,8 @@ from gfcr.apps.diagnose.pathology import Pathology
 from gfcr.core import read_jsonl
 from gfcr.version import __version__
 
+CRITERIA_GROUPS = ("reliability", "coverage", "cost", "pipeline")  # a training run's has "pipeline" too
+
 COLOURS = {
     "high": "bold red",
     "medium": "dark_orange",
@@ -175,7 +177,7 @@ def terminal(diagnosis: Diagnosis) -> Group:
     criteria = Table(title="criteria", title_justify="left", box=box.SIMPLE_HEAD)
     for column in ("criterion", "measure", "value"):
         criteria.add_column(column, overflow="fold")
-    for name in ("reliability", "coverage", "cost"):
+    for name in CRITERIA_GROUPS:
         for key, value in diagnosis.criteria.get(name, {}).items():
             criteria.add_row(name, key, Text(show(value)))
     parts.append(criteria)
@@ -233,9 +235,10 @@ def print_terminal(diagnosis: Diagnosis, console: Console) -> None:
 
 
 def criteria_block(criteria: dict[str, Any], title: str | None = None) -> str:
-    """One criteria table set (reliability, coverage, cost, card) as HTML, under `title`."""
+    """One criteria table set (reliability, coverage, cost, a training run's pipeline, card) as HTML, under
+    `title`."""
     template = _JINJA.from_string(templates.CRITERIA)
-    return template.render(criteria=criteria, title=title or "Criteria", links={})
+    return template.render(criteria=criteria, groups=CRITERIA_GROUPS, title=title or "Criteria", links={})
 
 
 def criteria_html(criteria: dict[str, Any]) -> str:

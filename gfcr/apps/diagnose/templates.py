@@ -3,7 +3,7 @@
 
 CRITERIA = """<section class="criteria">
 <h2>{{ title|default("Criteria") }}</h2>
-{% for name in ("reliability", "coverage", "cost") if name in criteria %}<h3>{{ name }}</h3>
+{% for name in groups if name in criteria %}<h3>{{ name }}</h3>
 <table class="criteria" id="criteria-{{ name }}">{% for key, value in criteria[name].items() %}
 <tr><td>{{ key }}</td><td class="text">{{ value|cell(links) }}</td></tr>{% endfor %}</table>
 {% endfor %}{% if criteria.note %}<p>{{ criteria.note }}</p>{% endif %}
