@@ -110,7 +110,8 @@ class GfcrEnvironment:
     def _step(self, action: str | Action) -> str:
         assert self._episode is not None  # callers check reset() was called
         started = time.perf_counter()
-        result = self._env.step(action)
+        obs, reward, terminated, truncated, info = self._env.step(action)
+        result = (str(obs), float(reward), terminated, truncated, info)
         completion = (
             Completion(action.text, action.tool_calls) if isinstance(action, Action) else Completion(action)
         )
@@ -118,7 +119,7 @@ class GfcrEnvironment:
         return str(result[0])
 
 
-@dataclass(frozen=True)
+@dataclass
 class TRLGenerates:
     """The policy an `environment_factory` episode records: TRL's own generation, which gfcr never
     calls (TRL samples and hands gfcr each tool call and the final answer)."""
