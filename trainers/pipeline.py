@@ -185,10 +185,10 @@ class RolloutPipeline:
         judge = OverlongPenalty(*overlong.lengths(episode_tokens)) if overlong.enabled else None
         rescue = config.replay.rescue
         kept = replay is not None or config.replay.enabled
-        if kept and rescue and (control.config.dynamic_sampling or control.config.early_stopping):
+        if kept and rescue and control.config.dynamic_sampling:
             logger.warning(
-                "[replay] rescue has nothing to rescue with [control] dynamic_sampling or early_stopping: "
-                "all-failed groups are dropped before the keep stage; use one or the other"
+                "[replay] rescue has nothing to rescue with [control] dynamic_sampling: all-failed groups "
+                "are dropped before the keep stage; use one or the other"
             )
         generate = config.generate
         return cls(

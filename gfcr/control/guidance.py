@@ -62,10 +62,11 @@ def guided(policy: Policy, config: GuidanceConfig, history: PromptHistory) -> Po
     if config.kind == "none":
         return policy
     when = AdaptiveGuidance(history, config.adaptive_below) if config.adaptive_below is not None else None
-    return GuidedPolicy(policy, _guide(config), when)
+    return GuidedPolicy(policy, guide_of(config), when)
 
 
-def _guide(config: GuidanceConfig) -> Guide:
+def guide_of(config: GuidanceConfig) -> Guide:
+    """The guide a `GuidanceConfig` (not kind "none") describes: few-shot examples, a plan, skills."""
     if config.kind == "fewshot":
         return FewShot(config.fewshot)
     if config.kind == "plan":

@@ -77,7 +77,12 @@ except ImportError as e:  # pragma: no cover - depends on the venv
 import gfcr  # noqa: F401  (registers the gfcr/ env ids with Gymnasium)
 from gfcr.agents.policies.chat import ChatEncoder
 from gfcr.agents.runner.specs import task_specs
+from gfcr.control import AdaptiveGuidance, ControlConfig, RolloutController
+from gfcr.control.guidance import guide_of
+from gfcr.core import Message, Step, TokenData, Trajectory
+from gfcr.core.config import from_dict
 from gfcr.errors import ConfigError
+from gfcr.generate import BranchTokens, GuidanceConfig, first_user_text, inject
 
 __all__ = [
     "AGENT_NAME",
@@ -150,14 +155,113 @@ def to_parquet(
     return path
 
 
-def write_agent_loop_config(path: str | Path) -> Path:
+def write_agent_loop_config(path: str | Path, recipe: str | Path | None = None) -> Path:
     """Write the agent-loop config file that makes veRL's rollout workers (Ray actors, other
-    processes) find `GfcrAgentLoop`: pass it as `actor_rollout_ref.rollout.agent.agent_loop_config_path`."""
+    processes) find `GfcrAgentLoop`: pass it as `actor_rollout_ref.rollout.agent.agent_loop_config_path`.
+    `recipe` (a gfcr train recipe) gives every episode the pipeline's per-episode stages
+    (`EpisodeStages`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     target = f"{GfcrAgentLoop.__module__}.{GfcrAgentLoop.__qualname__}"
-    path.write_text(f"- name: {AGENT_NAME}\n  _target_: {target}\n")
+    text = f"- name: {AGENT_NAME}\n  _target_: {target}\n"
+    if recipe is not None:
+        EpisodeStages.from_recipe(recipe)  # a recipe veRL cannot run fails here, not in a worker
+        text += f"  recipe: {json.dumps(str(Path(recipe).resolve()))}\n"
+    path.write_text(text)
     return path
+
+
+# A recipe's group stages under veRL: (section, key) -> what veRL does instead
+VERL_OWNS = {
+    ("control", "selector"): "veRL samples prompts itself (data.sampler)",
+    ("control", "sample_budget"): "veRL samples actor_rollout_ref.rollout.n per prompt",
+    ("control", "token_budget"): "veRL samples actor_rollout_ref.rollout.n per prompt",
+    ("control", "dynamic_sampling"): "veRL does this itself, with algorithm.filter_groups",
+    ("control", "early_stopping"): "veRL samples each group whole (actor_rollout_ref.rollout.n)",
+    ("control", "branch_at"): "veRL plays one unbranched episode per row",
+    ("generate", "tree"): "veRL plays one unbranched episode per row",
+    ("overlong_penalty", None): "veRL does this itself, with reward_model.overlong_buffer",
+    ("replay", None): "veRL trains on-policy from its own rollouts",
+}
+
+
+@dataclass
+class EpisodeStages:
+    """The rollout pipeline's stages that act on one episode, inside veRL's agent loop: guidance
+    in its prompt (`[generate.guidance]`, adaptive over the posteriors this worker has seen) and
+    Control's stops after each step (`[control]` prefix_signal, max_length, length_factor). veRL
+    itself samples each prompt's group (`rollout.n`) and computes the advantages, so a recipe's
+    group stages are refused, naming what veRL does instead (`VERL_OWNS`).
+
+    >>> plan = {"kind": "plan", "plan": "Look it up."}
+    >>> stages = EpisodeStages.from_dict({"control": {"max_length": 8}, "generate": {"guidance": plan}})
+    >>> stages.guidance([Message("user", "q")], "tooluse/0")
+    'Follow this plan:\\nLook it up.'
+    >>> EpisodeStages.from_dict({"control": {"dynamic_sampling": True}})
+    Traceback (most recent call last):
+    ...
+    gfcr.errors.ConfigError: [control] dynamic_sampling: veRL does this itself, with ...; leave it out ...
+    """
+
+    controller: RolloutController = field(default_factory=RolloutController)
+    guidance_config: GuidanceConfig = field(default_factory=GuidanceConfig)
+
+    def __post_init__(self) -> None:
+        config = self.guidance_config
+        self.guide = guide_of(config) if config.kind != "none" else None
+        below = config.adaptive_below
+        self.when = AdaptiveGuidance(self.controller.history, below) if below is not None else None
+
+    @classmethod
+    def from_dict(cls, recipe: dict[str, Any]) -> EpisodeStages:
+        """The stages of a recipe's tables (the trainer-only ones are left alone)."""
+        for (section, key), owner in VERL_OWNS.items():
+            if _asks(recipe, section, key):
+                what = f"[{section}]" + (f" {key}" if key else "")
+                raise ConfigError(f"{what}: {owner}; leave it out of the recipe for veRL")
+        control = from_dict(ControlConfig, recipe.get("control", {}), "control")
+        guidance_table = recipe.get("generate", {}).get("guidance", {})
+        guidance = from_dict(GuidanceConfig, guidance_table, "generate.guidance")
+        return cls(RolloutController(control), guidance)
+
+    @classmethod
+    def from_recipe(cls, path: str | Path) -> EpisodeStages:
+        """The stages of a recipe file (e.g. examples/methods/grpo.toml)."""
+        import tomllib
+
+        with open(path, "rb") as f:
+            return cls.from_dict(tomllib.load(f))
+
+    def guidance(self, messages: Sequence[Message], task_id: str) -> str:
+        """The guidance an episode's prompt gets ("" for none)."""
+        if self.guide is None or (self.when is not None and not self.when(_TaskRef(task_id))):
+            return ""
+        return self.guide.guidance(first_user_text(messages))
+
+    def stop(self, trajectory: Trajectory) -> bool:
+        """Whether Control stops the episode after its last step (prefix stop, length budget)."""
+        return self.controller.after_step(trajectory).stop
+
+    def observe(self, trajectory: Trajectory) -> None:
+        """A finished episode updates its prompt's posterior (adaptive guidance, length budgets)."""
+        self.controller.observe([trajectory])
+
+
+@dataclass(frozen=True)
+class _TaskRef:
+    """A task by id, what Control's predicates read of it."""
+
+    id: str
+
+
+def _asks(recipe: dict[str, Any], section: str, key: str | None) -> bool:
+    """Whether a recipe turns on `section`'s `key` (None: the section's module as a whole)."""
+    table = recipe.get(section) or {}
+    if section == "generate":  # the tree inside turns
+        return from_dict(BranchTokens, table.get(key) or {}, "generate.tree").enabled
+    if key is None:
+        return bool(table.get("enabled", False))
+    return key in table and table[key] != getattr(ControlConfig(), key)
 
 
 def episode_of(row: Json) -> tuple[str, Json, str]:
@@ -228,10 +332,15 @@ class GfcrAgentLoop(AgentLoopBase):  # type: ignore[misc]
     # can be slow (datasets, sandboxes). An env is taken out while an episode runs on it.
     _idle_envs: ClassVar[dict[str, list[gym.Env]]] = defaultdict(list)
     _encoders: ClassVar[dict[int, tuple[Any, _TemplateEncoder]]] = {}  # id(tokenizer) -> (it, its encoder)
+    # A recipe's per-episode stages, one per worker process: the posteriors they keep grow over its rows
+    _stages: ClassVar[dict[str, EpisodeStages]] = {}
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, recipe: str | None = None, **kwargs: Any) -> None:
         kwargs.pop("tools", None)  # veRL's own tools: gfcr envs bring theirs
         super().__init__(*args, **kwargs)
+        if recipe is not None and recipe not in self._stages:
+            self._stages[recipe] = EpisodeStages.from_recipe(recipe)
+        self.stages = self._stages[recipe] if recipe is not None else EpisodeStages()
         self.response_length = int(self.rollout_config.response_length)
         multi_turn = self.rollout_config.get("multi_turn", {}) or {}
         self.max_assistant_turns = multi_turn.get("max_assistant_turns") or None
@@ -247,11 +356,14 @@ class GfcrAgentLoop(AgentLoopBase):  # type: ignore[misc]
             self._idle_envs[key].append(env)
 
     async def _play(self, env: gym.Env, env_id: str, task_id: str, sampling: Json) -> AgentLoopOutput:
-        _, info = await self._in_thread(env.reset, options={"task_id": task_id})
+        obs, info = await self._in_thread(env.reset, options={"task_id": task_id})
         encoder = self._encoder()
-        messages = [m.to_openai() for m in info["messages"]]
+        guidance = self.stages.guidance(info["messages"], task_id)  # the generate stage's, in the prompt
+        messages = [m.to_openai() for m in inject(info["messages"], guidance)]
         prompt_ids = await self.apply_chat_template(messages, tools=list(info["tools"]) or None)
         response = _Response()
+        # the episode as Control sees it after each step (prefix stop, length budget)
+        trajectory = Trajectory(env_id, task_id, str(obs), messages=list(info["messages"]), guidance=guidance)
         extra: Json = {}
         timing = {"generate_sequences": 0.0, "tool_calls": 0.0}
         request_id, signals, ended = uuid4().hex, {}, "response_length"
@@ -271,12 +383,19 @@ class GfcrAgentLoop(AgentLoopBase):  # type: ignore[misc]
 
             started = time.perf_counter()
             action = encoder.completion_text(ids)  # the env parses its own tool-call format
-            _, reward, terminated, truncated, info = await self._in_thread(env.step, action)
+            obs, reward, terminated, truncated, info = await self._in_thread(env.step, action)
             timing["tool_calls"] += time.perf_counter() - started
             response.rewards.append(float(reward))
             signals = dict(info.get("signals") or {})
+            trajectory.steps.append(Step(action, str(obs), float(reward), terminated, truncated, signals))
+            ids = list(response.ids)
+            trajectory.tokens = TokenData(prompt_ids, ids, list(response.mask), [0.0] * len(ids))
             if terminated or truncated:
                 ended = "terminated" if terminated else "truncated"
+                break
+            if self.stages.stop(trajectory):
+                ended = "stopped"  # by the recipe's Control: its prefix failed, or it outgrew its budget
+                trajectory.steps[-1].truncated = True
                 break
             if self.max_assistant_turns and len(response.rewards) >= self.max_assistant_turns:
                 ended = "max_assistant_turns"
@@ -286,8 +405,9 @@ class GfcrAgentLoop(AgentLoopBase):  # type: ignore[misc]
                 break  # no room left to generate after the observation
             response.add_observation(observation_ids)
 
+        self.stages.observe(trajectory)
         extra.update(gfcr_env_id=env_id, gfcr_task_id=task_id, gfcr_ended=ended, gfcr_signals=signals,
-                     turn_scores=response.rewards, tool_rewards=[])  # fmt: skip
+                     gfcr_guidance=guidance, turn_scores=response.rewards, tool_rewards=[])  # fmt: skip
         return AgentLoopOutput(
             prompt_ids=prompt_ids,
             response_ids=response.ids,

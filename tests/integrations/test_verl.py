@@ -50,6 +50,7 @@ def verl_side(model_dir: str, work_dir: str) -> dict[str, Any]:  # pragma: no co
     from verl.workers.rollout.replica import TokenOutput
 
     from gfcr.envs.tooluse.env import LOOKUP_CALL
+    from gfcr.errors import ConfigError
     from gfcr.integrations import verl as gfcr_verl
     from gfcr.registry import env_class
 
@@ -133,10 +134,10 @@ def verl_side(model_dir: str, work_dir: str) -> dict[str, Any]:  # pragma: no co
     items = [rows[i] for i in range(len(rows))]
     report: dict[str, Any] = {"dataset_len": len(rows), "dataset_keys": sorted(items[0])}
 
-    def make_loop(server_manager, trainer_config=config):
+    def make_loop(server_manager, trainer_config=config, **options):
         return gfcr_verl.GfcrAgentLoop(
             trainer_config=DictConfigWrap(trainer_config), server_manager=server_manager, tokenizer=tokenizer,
-            processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(config.data),
+            processor=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(config.data), **options,
         )  # fmt: skip
 
     def plain(output) -> dict[str, Any]:
@@ -178,6 +179,22 @@ def verl_side(model_dir: str, work_dir: str) -> dict[str, Any]:  # pragma: no co
         scripted.begin(await loop.apply_chat_template(*_reset_chat(ENV_ID, item["extra_info"]["task_id"])),
                        item["extra_info"]["task_id"])  # fmt: skip
         report["budget"] = plain(await loop.run(dict(sampling), **item))
+
+        # A recipe's per-episode stages: a plan in the prompt, and Control's length budget stopping the
+        # episode after its first turn (the lookup call); what veRL does itself is refused.
+        recipe = Path(work_dir) / "recipe.toml"
+        recipe.write_text('[control]\nmax_length = 1\n[generate.guidance]\nkind = "plan"\nplan = "Look the code up."\n')
+        configured = Path(work_dir) / "agent_loops.yaml"
+        gfcr_verl.write_agent_loop_config(configured, recipe=recipe)
+        report["recipe"] = {**plain(await make_loop(server, recipe=str(recipe)).run(dict(sampling), **items[0])),
+                            "agent_loop_config": configured.read_text()}  # fmt: skip
+        refused = []
+        for table in ({"control": {"dynamic_sampling": True}}, {"generate": {"tree": {"segments": 2}}}):
+            try:
+                gfcr_verl.EpisodeStages.from_dict(table)
+            except ConfigError as e:
+                refused.append(str(e))
+        report["refused"] = refused
 
         # The whole worker path: a batch as veRL's trainer hands it over, padded into a DataProto.
         batch = DataProto.from_single_dict(collate_fn(items))
@@ -334,3 +351,16 @@ def test_verls_worker_batches_gfcr_episodes(report):
     assert batch["agent_names"] == ["gfcr_agent"]
     assert len(set(batch["task_ids"])) == 4
     assert all(0 < s <= RESPONSE_LENGTH for s in batch["response_mask_sum"])
+
+
+def test_a_recipes_per_episode_stages_act_in_the_agent_loop(report, tokenizer):
+    episode = report["recipe"]
+    assert episode["extra_fields"]["gfcr_ended"] == "stopped"  # [control] max_length, after the lookup
+    assert set(episode["response_mask"]) == {1}  # stopped before the observation was appended
+    assert episode["extra_fields"]["gfcr_guidance"] == "Follow this plan:\nLook the code up."
+    assert "Look the code up." in tokenizer.decode(episode["prompt_ids"])  # the plan is in the prompt
+    assert "recipe: " in episode["agent_loop_config"]  # how veRL's workers get it
+    dynamic, tree = report["refused"]
+    assert dynamic.startswith("[control] dynamic_sampling: veRL does this itself, with algorithm.filter_groups")
+    assert tree.startswith("[generate] tree: veRL plays one unbranched episode per row")
+

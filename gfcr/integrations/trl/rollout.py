@@ -263,9 +263,10 @@ def check_trl_pipeline(config: PipelineConfig) -> None:
             "but TRL's batch holds num_generations samples of every prompt; drop the budget under TRL "
             "(gfcr train runs it)"
         )
-    if config.generate.trees:
+    if config.generate.trees or control.branch_at:
         raise ConfigError(
-            "[generate] trees give each sample per-token advantages from its tree, but TRL's loss takes "
+            "[generate] trees and [control] branch_at give each sample per-token advantages from its tree "
+            "(and a prompt more samples than num_generations), but TRL's loss takes "
             "one advantage per sequence from its reward functions; train trees with gfcr train"
         )
 
