@@ -86,21 +86,23 @@ def parent_of(trajectory: Trajectory) -> str:
     ("selector", "settings"),
     [("greso", {"greso_p_easy": 0.05}), ("vcrl", {}), ("thompson", {})],
 )
-def test_a_selector_chooses_the_open_prompts_where_uniform_does_not(make_config, selector, settings):
+def test_a_selector_chooses_the_open_prompts_where_uniform_ignores_the_history(
+    make_config, selector, settings
+):
     # 8 prompts, 6 of them solved 20 groups in a row: GRESO skips them (keep probability 0.05^20),
     # VCRL scores them 0 (no variance), Thompson's draws give them almost no chance of a spread.
-    def chosen(name: str, **control) -> set[str]:
+    def chosen(name: str, history: bool, **control) -> tuple[set[str], set[str]]:
         trainer = Trainer(make_config(env={"num_tasks": 8}, control={"selector": name, **control}))
         tasks = trainer.pipeline.task_ids
-        seed_history(trainer, solved=tasks[2:], open_=tasks[:2])
+        if history:
+            seed_history(trainer, solved=tasks[2:], open_=tasks[:2])
         metrics = trainer.rl_step()
         assert metrics["choose/prompts"] == 2
         return set(trainer.last_rollout.groups), set(tasks[:2])
 
-    picked, open_ = chosen(selector, **settings)
+    picked, open_ = chosen(selector, True, **settings)
     assert picked == open_
-    uniform, _ = chosen("uniform")
-    assert uniform != open_  # seed 0's uniform draw takes a solved prompt
+    assert chosen("uniform", True)[0] == chosen("uniform", False)[0]  # the same draw, history or not
 
 
 def test_thompson_updates_its_posteriors_with_the_prior_and_decay(make_config):
@@ -440,7 +442,11 @@ def test_stages_that_do_not_combine_are_config_errors(make_config, sections, mat
         make_config(**sections)
 
 
-def test_dynamic_sampling_with_the_rescue_warns_that_the_rescue_never_acts(make_config, caplog):
-    config = make_config(control={"dynamic_sampling": True}, replay={"enabled": True, "rescue": True})
-    Trainer(config)
-    assert "rescue has nothing to rescue" in caplog.text
+@pytest.mark.parametrize(
+    ("control", "warns"), [({"dynamic_sampling": True}, True), ({"early_stopping": True}, False)]
+)
+def test_the_rescue_warns_only_beside_dynamic_sampling(make_config, caplog, control, warns):
+    # dynamic sampling drops every all-failed group before the keep stage; early stopping alone keeps
+    # full ones, and the rescue reaches them (test_early_stopping_alone_leaves_all_failed_full_groups_to_the_rescue)
+    Trainer(make_config(control=control, replay={"enabled": True, "rescue": True}))
+    assert ("rescue has nothing to rescue" in caplog.text) == warns
