@@ -237,19 +237,24 @@ def test_control_takes_effect_inside_rollout_func(tiny_model, tmp_path):
 
 
 class SpreadOracle(OracleTokens):
-    """The oracle, but junk on the odd seeds of the `informative` tasks: only their groups have a reward spread."""
+    """The oracle, but junk on the `informative` tasks' episodes of odd seed: a first turn is
+    sampled with its episode's seed (later turns with seeds hashed from it), so the junk is decided
+    there, and a group of consecutive seeds, or two waves (round seeds differ by an odd stride),
+    always has a reward spread."""
 
     def __init__(self, path: Path, informative: set[str]) -> None:
         super().__init__(path)
         self.informative = informative
+        ids = (*self.chat.encode("zzz"), *sorted(self.chat.end_ids))
+        self.junk = Completion("zzz", completion_ids=ids, logprobs=(0.0,) * len(ids))
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
-        junk_ids = (*self.chat.encode("zzz"), *sorted(self.chat.end_ids))
-        junk = Completion("zzz", completion_ids=junk_ids, logprobs=(0.0,) * len(junk_ids))
-        return [
-            junk if request.task.id in self.informative and request.sampling.seed % 2 else completion
-            for request, completion in zip(requests, super().generate(requests), strict=True)
-        ]
+        def junk(request: Request) -> bool:
+            first_turn = not any(m.role == "assistant" for m in request.messages)
+            return request.task.id in self.informative and first_turn and request.sampling.seed % 2 == 1
+
+        answers = super().generate(requests)
+        return [self.junk if junk(r) else a for r, a in zip(requests, answers, strict=True)]
 
 
 def test_dynamic_sampling_with_thompson_selection_fills_the_batch_with_informative_groups(

@@ -19,6 +19,7 @@ from test_trl import (  # noqa: E402
     ENV,
     KWARGS,
     OracleTokens,
+    SpreadOracle,
     _quiet_trl,  # noqa: F401  (autouse: TRL's experimental warnings off)
     grpo_trainer,
     logged,
@@ -51,27 +52,6 @@ def trl_prompts(trainer) -> list:
     return [prompt for prompt in trainer.train_dataset["prompt"] for _ in range(2)]
 
 
-class SeedSpread(OracleTokens):
-    """The oracle, but junk on the `informative` tasks' episodes of odd seed: a first turn is
-    sampled with its episode's seed (later turns with seeds hashed from it), so the junk is decided
-    there, and a group of consecutive seeds, or two waves (round seeds differ by an odd stride),
-    always has a reward spread."""
-
-    def __init__(self, path, informative: set[str]) -> None:
-        super().__init__(path)
-        self.informative = informative
-        ids = (*self.chat.encode("zzz"), *sorted(self.chat.end_ids))
-        self.junk = Completion("zzz", completion_ids=ids, logprobs=(0.0,) * len(ids))
-
-    def generate(self, requests: Sequence[Request]) -> list[Completion]:
-        def junk(request: Request) -> bool:
-            first_turn = not any(m.role == "assistant" for m in request.messages)
-            return request.task.id in self.informative and first_turn and request.sampling.seed % 2 == 1
-
-        answers = super().generate(requests)
-        return [self.junk if junk(r) else a for r, a in zip(requests, answers, strict=True)]
-
-
 class RecordingOracle(OracleTokens):
     """The token oracle, keeping every request it answers (how each episode was sampled)."""
 
@@ -87,7 +67,7 @@ class RecordingOracle(OracleTokens):
 def test_sec_learns_its_arm_value_from_the_trl_step(tiny_model, tmp_path):
     tasks = set(gfcr_trl.dataset(ENV, n=2, **KWARGS)["task_id"])
     config = {"control": {"selector": "sec", "sec_step_size": 0.5}}
-    trainer, rollout = train(tiny_model, tmp_path, SeedSpread(tiny_model, tasks), config)
+    trainer, rollout = train(tiny_model, tmp_path, SpreadOracle(tiny_model, tasks), config)
     trainer.train()
     sec = rollout.pipeline.controller.selector
     groups = rollout.last_batch.groups
@@ -101,7 +81,7 @@ def test_early_stopping_and_dynamic_sampling_fill_trls_batch_with_informative_gr
     solved, informative = tasks[:4], set(tasks[4:])
     # the first round takes 4 of the 6 prompts (2 missing x 2.0): 2 solved ones at least
     config = {"control": {"early_stopping": True, "wave": 1, "dynamic_sampling": True, "oversample": 2.0}}
-    trainer, rollout = train(tiny_model, tmp_path, SeedSpread(tiny_model, informative), config, tasks=6)
+    trainer, rollout = train(tiny_model, tmp_path, SpreadOracle(tiny_model, informative), config, tasks=6)
     rollout(trl_prompts(trainer)[:4], trainer)  # a first step builds the pipeline; then what it knows:
     history = rollout.pipeline.controller.history
     for _ in range(20):
