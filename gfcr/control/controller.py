@@ -331,7 +331,16 @@ class RolloutController(Controller):
         if config.sample_budget is not None:
             return self.budget.allocate(chosen, self.history, samples=round(config.sample_budget * share))
         if config.token_budget is not None:
-            return self.budget.allocate(chosen, self.history, tokens=config.token_budget * share)
+            plan = self.budget.allocate(chosen, self.history, tokens=config.token_budget * share)
+            if share == 1.0 and chosen and not any(plan.values()):  # a whole budget that buys nothing
+                cheapest = min(self.history.get(t).mean_length or self.budget.default_length for t in chosen)
+                raise ConfigError(
+                    f"[control] token_budget = {config.token_budget} buys no sample: a prompt's group needs "
+                    f"min_samples = {config.min_samples} samples of its mean response length (the cheapest "
+                    f"chosen prompt's: {cheapest:g} tokens; {self.budget.default_length:g} before any is "
+                    f"seen); raise token_budget to at least {config.min_samples * cheapest:g}"
+                )
+            return plan
         return dict.fromkeys(chosen, config.group_size)
 
     def plan(self, task_ids: Sequence[str]) -> dict[str, int]:

@@ -252,3 +252,10 @@ def test_sec_groups_the_bundled_envs_tasks_by_their_family():
     assert sql == {"chinook", "tau2_airline", "tau2_retail"}  # one arm per database
     browser = {task_category(s.task_id) for s in episodes_for_env("gfcr/Browser-v0", 400)}
     assert {"miniwob/click-button", "miniwob/book-flight"} <= browser  # one per page family
+
+
+def test_a_token_budget_that_buys_no_sample_is_an_error_naming_the_least_that_would():
+    env = BernoulliPrompts([0.5] * 4, seed=0)
+    c = controller({"num_prompts": 2, "group_size": 4, "token_budget": 40})  # no history: 512 tokens a sample
+    with pytest.raises(ConfigError, match=r"token_budget = 40 buys no sample: .* raise token_budget to at least 1024"):
+        c.collect(env.run, env.task_ids)
