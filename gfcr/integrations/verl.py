@@ -79,7 +79,7 @@ from gfcr.agents.policies.chat import ChatEncoder
 from gfcr.agents.runner.specs import task_specs
 from gfcr.control import AdaptiveGuidance, ControlConfig, RolloutController
 from gfcr.control.guidance import guide_of
-from gfcr.core import Message, Step, TokenData, Trajectory
+from gfcr.core import Message, Step, Task, TokenData, Trajectory
 from gfcr.core.config import from_dict
 from gfcr.errors import ConfigError
 from gfcr.generate import BranchTokens, GuidanceConfig, first_user_text, inject
@@ -195,7 +195,7 @@ class EpisodeStages:
 
     >>> plan = {"kind": "plan", "plan": "Look it up."}
     >>> stages = EpisodeStages.from_dict({"control": {"max_length": 8}, "generate": {"guidance": plan}})
-    >>> stages.guidance([Message("user", "q")], "tooluse/0")
+    >>> stages.guidance([Message("user", "q")], Task("tooluse/0", "q"))
     'Follow this plan:\\nLook it up.'
     >>> EpisodeStages.from_dict({"control": {"dynamic_sampling": True}})
     Traceback (most recent call last):
@@ -232,9 +232,9 @@ class EpisodeStages:
         with open(path, "rb") as f:
             return cls.from_dict(tomllib.load(f))
 
-    def guidance(self, messages: Sequence[Message], task_id: str) -> str:
+    def guidance(self, messages: Sequence[Message], task: Task) -> str:
         """The guidance an episode's prompt gets ("" for none)."""
-        if self.guide is None or (self.when is not None and not self.when(_TaskRef(task_id))):
+        if self.guide is None or (self.when is not None and not self.when(task)):
             return ""
         return self.guide.guidance(first_user_text(messages))
 
@@ -245,13 +245,6 @@ class EpisodeStages:
     def observe(self, trajectory: Trajectory) -> None:
         """A finished episode updates its prompt's posterior (adaptive guidance, length budgets)."""
         self.controller.observe([trajectory])
-
-
-@dataclass(frozen=True)
-class _TaskRef:
-    """A task by id, what Control's predicates read of it."""
-
-    id: str
 
 
 def _asks(recipe: dict[str, Any], section: str, key: str | None) -> bool:
@@ -358,7 +351,7 @@ class GfcrAgentLoop(AgentLoopBase):  # type: ignore[misc]
     async def _play(self, env: gym.Env, env_id: str, task_id: str, sampling: Json) -> AgentLoopOutput:
         obs, info = await self._in_thread(env.reset, options={"task_id": task_id})
         encoder = self._encoder()
-        guidance = self.stages.guidance(info["messages"], task_id)  # the generate stage's, in the prompt
+        guidance = self.stages.guidance(info["messages"], info["task"])  # the generate stage's, in the prompt
         messages = [m.to_openai() for m in inject(info["messages"], guidance)]
         prompt_ids = await self.apply_chat_template(messages, tools=list(info["tools"]) or None)
         response = _Response()
