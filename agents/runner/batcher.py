@@ -166,9 +166,15 @@ class Batcher:
     async def _generate(self, requests: list[Request]) -> list[Completion]:
         if isinstance(self.policy, AsyncPolicy):
             return await self.policy.agenerate(requests)
-        return await asyncio.get_running_loop().run_in_executor(
-            self._executor, self.policy.generate, requests
-        )
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._generate_in_thread, requests)
+
+    def _generate_in_thread(self, requests: list[Request]) -> list[Completion]:
+        try:
+            return self.policy.generate(requests)
+        except StopIteration as e:  # asyncio cannot raise it into a Future: the batch would never end
+            name = self.policy.name
+            raise PolicyError(f"{name}.generate raised StopIteration (an exhausted iterator?)") from e
 
 
 def _as_episode_error(error: Exception, timeout_s: float) -> EpisodeError:

@@ -120,6 +120,20 @@ def test_policy_failures_and_hangs_fail_their_episodes():
     assert result.trajectories[0].failure.startswith("policy timeout")
 
 
+@pytest.mark.timeout(60)
+def test_a_policy_raising_stop_iteration_fails_its_episodes_instead_of_hanging_the_run():
+    """Regression: asyncio cannot raise StopIteration into a Future, so a policy whose generate let
+    one escape (an exhausted iterator) left its batch unanswered and the run waiting forever."""
+
+    class Exhausted(ScriptPolicy):
+        def generate(self, requests):
+            return [next(iter(()))]
+
+    result = Runner(Exhausted()).run(echo_specs([1, 2]))
+    assert [t.status for t in result.trajectories] == ["failed", "failed"]
+    assert all("raised StopIteration" in t.failure for t in result.trajectories)
+
+
 def test_a_policy_that_keeps_failing_stops_the_run_early_and_resume_finishes_it(tmp_path):
     out = tmp_path / "run.jsonl"
     specs = echo_specs([1] * 20)
