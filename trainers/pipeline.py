@@ -149,7 +149,11 @@ class RolloutPipeline:
         self.controller, self.judge, self.replay, self.rescue = controller, judge, replay, rescue
         self.estimator, self.seed = estimator, seed
         self.tasks = list(tasks)
-        self.task_ids = list(dict.fromkeys(s.task_id for s in self.tasks if s.task_id is not None))
+        self.templates: dict[str, EpisodeSpec] = {}  # task id -> the pool's first spec of it
+        for spec in self.tasks:
+            if spec.task_id is not None:
+                self.templates.setdefault(spec.task_id, spec)
+        self.task_ids = list(self.templates)
         self.hook = StepHook(controller, branch_tokens)
         self.policy, self.branch_tokens = policy, branch_tokens
         self.runner = Runner(policy, runner or RunnerConfig(), controller=self.hook, replay=replay)
@@ -252,8 +256,7 @@ class RolloutPipeline:
 
     def tasks_for(self, plan: Mapping[str, int]) -> list[EpisodeSpec]:
         """The pool's spec of each task the plan samples (the template of its group)."""
-        wanted = set(plan)
-        return [spec for spec in self.tasks if spec.task_id in wanted]
+        return [self.templates[task_id] for task_id in plan if task_id in self.templates]
 
     def _keep(self, groups: dict[str, list[Trajectory]]) -> tuple[dict[str, list[Trajectory]], int]:
         """The keep stage: AR3PO's rescue of all-failed groups from the replay buffer."""
