@@ -62,6 +62,23 @@ def extract_answer(text: str, answer_format: AnswerFormat = "boxed") -> str | No
     return str(parsed[1]) if len(parsed) > 1 else None
 
 
+def final_answer(trajectory: Trajectory) -> str | None:
+    """The answer `gfcr/Math-v0` read from `trajectory`'s last action, or None where it read none.
+
+    The env's `answer_extracted` signal says whether it read one; reading the box first, then
+    the plain text, gives what either answer format read (a boxed env reads only boxes, so its
+    extracted answers are boxed).
+
+    >>> from gfcr.core import Step
+    >>> step = Step("so \\\\boxed{\\\\frac12}", "", 1.0, True, False, {"answer_extracted": True})
+    >>> final_answer(Trajectory("gfcr/Math-v0", "t", "?", [step]))
+    '\\\\frac12'
+    """
+    if not trajectory.steps or not trajectory.signals.get("answer_extracted"):
+        return None
+    return extract_answer(trajectory.steps[-1].action, "plain")
+
+
 def check_answer(task: Task, answer: str) -> bool:
     """Whether `answer` solves `task`: reasoning-gym tasks use their generator's own scorer."""
     entry = task.metadata.get("entry")

@@ -12,7 +12,11 @@ from gfcr.envs.sql.engines.database import Database, execution_match
 from gfcr.envs.sql.engines.pg_server import TemporaryPostgres
 from gfcr.envs.sql.env import SQLEnv
 from gfcr.envs.sql.matching import results_match
-from gfcr.envs.sql.verifier import SQLVerifier, extract_sql, submitted_sql
+from gfcr.envs.sql.verifier import SQLVerifier, extract_sql, submitted_answer, submitted_sql
+from gfcr.filter.semantic import AnswerFamily, register_answers
+
+# Semantic clusters of SQL answers (gfcr.filter.semantic): correct results are one meaning.
+register_answers("gfcr/SQL-", AnswerFamily(submitted_answer))
 
 __all__ = [
     "Database",
@@ -22,5 +26,6 @@ __all__ = [
     "execution_match",
     "extract_sql",
     "results_match",
+    "submitted_answer",
     "submitted_sql",
 ]

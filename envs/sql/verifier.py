@@ -87,6 +87,29 @@ def submitted_sql(trajectory: Trajectory, mode: str = "multi_turn") -> str | Non
     return query if isinstance(query, str) else None
 
 
+MATCHED_GOLD = "<result matches the gold query's>"  # the one cluster of every correct submission
+
+
+def submitted_answer(trajectory: Trajectory) -> str | None:
+    """What a submission means, for semantic clusters: `MATCHED_GOLD` for a query whose result
+    matched the gold's (equal results: one meaning), else the graded query, whitespace
+    collapsed; None when the env graded nothing (the episode did not end on a submission).
+
+    >>> from gfcr.core import Step
+    >>> reply = Step("```sql\\nSELECT  1\\n```", "", 0.0, True, False, {"match": False})
+    >>> submitted_answer(Trajectory("gfcr/SQL-v0", "t", "?", [reply]))
+    'SELECT 1'
+    """
+    if not trajectory.steps or not trajectory.steps[-1].terminated:
+        return None
+    if trajectory.signals.get("match"):
+        return MATCHED_GOLD
+    # The trajectory does not say its mode: a multi-turn submission is a submit_sql call, a
+    # single-turn answer a reply without one.
+    query = submitted_sql(trajectory) or submitted_sql(trajectory, "single_turn")
+    return " ".join(query.split()) if query else None
+
+
 @dataclass
 class SQLVerifier:
     """Reward 1.0 when a query's result matches the gold query's on the task's database, else 0.0.
