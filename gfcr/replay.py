@@ -2,16 +2,18 @@
 
 Every stored trajectory keeps what off-policy use needs: the policy name and version, when it
 was made and stored, the env, the verifier's signals and reward, and the token data with the
-old logprobs (the whole `Trajectory` JSON). Storage goes through SQLAlchemy: a SQLite file by
-default, any SQLAlchemy URL otherwise; each `store` is one committed transaction, so a killed
-process loses nothing that `store` had returned from.
+behaviour policy's logprobs (the whole `Trajectory` JSON), plus its refresh state: when a trainer
+last recomputed its logprobs under its own policy, and that policy's version (`refresh`,
+`refresh_of`). Storage goes through SQLAlchemy: a SQLite file by default, any SQLAlchemy URL
+otherwise; each `store` is one committed transaction, so a killed process loses nothing that
+`store` had returned from. A buffer written before the refresh columns existed opens as it is.
 
 Rules: what is stored (`store_rule`: everything, or only correct work), what is retrieved
-(`sample(rule=...)`: correct, recent or diverse), what is evicted (`evict`: staleness in policy
-versions, age, and a cap per task). `rescue` is AR3PO's response reuse (Zhang et al. 2025,
-"Improving Sampling Efficiency in RLVR through Adaptive Rollout and Response Reuse"): a group
-where every sample failed gets a cached correct response for the same prompt in place of one
-failure, so the group carries a signal.
+(`sample(rule=...)`: correct, recent or diverse; `draw` gives copies marked `replayed`), what is
+evicted (`evict`: staleness in policy versions, age, and a cap per task). `rescue` is AR3PO's
+response reuse (Zhang et al. 2025, "Improving Sampling Efficiency in RLVR through Adaptive
+Rollout and Response Reuse"): a group where every sample failed gets a cached correct response
+for the same prompt in place of one failure, so the group carries a signal.
 
 The runner's Replay hook: `Runner(policy, replay=ReplayBuffer(...))` calls `store` on each
 finished trajectory.
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -69,8 +71,37 @@ table = Table(
     Column("passed", Boolean, nullable=False, index=True),
     Column("signals", JSON, nullable=False),  # the verifier's signals φ of the last step
     Column("length", Integer, nullable=False),
-    Column("data", Text, nullable=False),  # the trajectory as JSON (token data, old logprobs)
+    Column("data", Text, nullable=False),  # the trajectory as JSON (token data, behaviour logprobs)
+    # refresh state, NULL until a trainer recomputes the sample's logprobs (added to older buffers)
+    Column("refreshed_version", Integer, nullable=True),  # the policy version they were recomputed under
+    Column("refreshed_at", Float, nullable=True),  # when (Unix seconds)
 )
+
+
+@dataclass(frozen=True)
+class Refresh:
+    """When a stored sample's logprobs were last recomputed, and under which policy version."""
+
+    version: int
+    at: float  # Unix seconds
+
+
+def version_number(version: str) -> int | None:
+    """A policy version as a number, when it is one (gfcr train's versions are its step counts).
+
+    >>> version_number("12"), version_number("a3f9")
+    (12, None)
+    """
+    return int(version) if version.lstrip("-").isdigit() else None
+
+
+def replayed_copy(trajectory: Trajectory) -> Trajectory:
+    """A copy of a stored trajectory to train on again, marked with the signal `replayed` (its
+    provenance still names the policy that made it, its token data that policy's logprobs)."""
+    copied = copy.deepcopy(trajectory)
+    if copied.steps:
+        copied.steps[-1].signals["replayed"] = True
+    return copied
 
 
 @dataclass(frozen=True)
@@ -148,7 +179,7 @@ class ReplayBuffer:
             "task_id": trajectory.task_id,
             "policy": trajectory.provenance.policy,
             "policy_version": version,
-            "version_number": int(version) if version.lstrip("-").isdigit() else None,
+            "version_number": version_number(version),
             "created": trajectory.provenance.time,
             "stored_at": time.time(),
             "reward": trajectory.total_reward,
@@ -160,12 +191,17 @@ class ReplayBuffer:
 
     # -- retrieve --------------------------------------------------------------------------------
 
-    def sample(self, task_id: str, n: int = 1, rule: str = "correct") -> list[Trajectory]:
+    def sample(
+        self, task_id: str, n: int = 1, rule: str = "correct", *, exclude: Collection[str] = ()
+    ) -> list[Trajectory]:
         """Up to `n` trajectories of `task_id`: the newest correct ones, the newest of any
-        outcome ("recent"), or correct ones far apart from each other ("diverse")."""
+        outcome ("recent"), or correct ones far apart from each other ("diverse"); none whose id
+        is in `exclude` (e.g. the step's own fresh episodes, stored as they finished)."""
         if rule not in SAMPLE_RULES:
             raise UnknownNameError("replay sample rule", rule, SAMPLE_RULES)
         query = select(table.c.data).where(table.c.task_id == task_id)
+        if exclude:
+            query = query.where(table.c.id.not_in(list(exclude)))
         if rule != "recent":
             query = query.where(table.c.passed)
         limit = DIVERSE_POOL if rule == "diverse" else n
@@ -174,6 +210,19 @@ class ReplayBuffer:
             Trajectory.from_json(data) for data in self._read(lambda c: c.execute(query).scalars().all())
         ]
         return _farthest_first(found, n) if rule == "diverse" else found
+
+    def draw(
+        self, task_id: str, n: int, rule: str = "correct", *, exclude: Collection[str] = ()
+    ) -> list[Trajectory]:
+        """`sample`'s trajectories as copies to train on again, each marked `replayed`.
+
+        >>> from gfcr.core import Step
+        >>> buffer = ReplayBuffer(ReplayConfig(url="sqlite://"))
+        >>> buffer.store(Trajectory("e", "q1", "?", [Step("42", "", 1.0, True, False)], id="a"))
+        >>> [t.signals["replayed"] for t in buffer.draw("q1", 2)], buffer.draw("q1", 2, exclude={"a"})
+        ([True], [])
+        """
+        return [replayed_copy(t) for t in self.sample(task_id, n, rule, exclude=exclude)]
 
     def task_ids(self, *, passed: bool | None = None) -> list[str]:
         """Tasks with stored trajectories (only those with correct ones if `passed=True`)."""
@@ -190,22 +239,62 @@ class ReplayBuffer:
     def rescue(self, group: Sequence[Trajectory]) -> tuple[list[Trajectory], bool]:
         """AR3PO response reuse: if every sample of `group` failed and a correct response to its
         task is stored, it replaces the group's last sample (marked with the signal `replayed`;
-        its provenance names the older policy, its token data keeps the old logprobs)."""
+        its provenance names the older policy, its token data keeps that policy's logprobs: the
+        behaviour policy a trainer corrects for)."""
         group = list(group)
         if not group or any(self._passed(t) for t in group):
             return group, False
-        cached = self.sample(group[0].task_id, 1, "correct")
+        cached = self.draw(group[0].task_id, 1, "correct", exclude={t.id for t in group})
         if not cached:
             return group, False
-        injected = copy.deepcopy(cached[0])
-        if injected.steps:
-            injected.steps[-1].signals["replayed"] = True
-        return [*group[:-1], injected], True
+        return [*group[:-1], cached[0]], True
+
+    # -- refresh ---------------------------------------------------------------------------------
+
+    def refresh(self, trajectory_ids: Iterable[str], version: int, *, now: float | None = None) -> int:
+        """Record that the stored samples `trajectory_ids` had their logprobs recomputed under policy
+        `version` (a trainer's off-policy correction); returns how many rows it updated.
+
+        >>> from gfcr.core import Step
+        >>> buffer = ReplayBuffer(ReplayConfig(url="sqlite://"))
+        >>> buffer.store(Trajectory("e", "q1", "?", [Step("42", "", 1.0, True, False)], id="a"))
+        >>> buffer.refresh_of("a") is None, buffer.refresh(["a"], version=5, now=100.0)
+        (True, 1)
+        >>> buffer.refresh_of("a")
+        Refresh(version=5, at=100.0)
+        """
+        ids, at = list(trajectory_ids), time.time() if now is None else now
+        if not ids:
+            return 0
+        update = table.update().where(table.c.id.in_(ids))
+        return self._write(
+            lambda c: c.execute(update.values(refreshed_version=version, refreshed_at=at)).rowcount
+        )
+
+    def refresh_of(self, trajectory_id: str) -> Refresh | None:
+        """The refresh state of a stored sample (None: never recomputed, or not stored)."""
+        query = select(table.c.refreshed_version, table.c.refreshed_at).where(table.c.id == trajectory_id)
+        row = self._read(lambda c: c.execute(query).first())
+        if row is None or row.refreshed_version is None:
+            return None
+        return Refresh(int(row.refreshed_version), float(row.refreshed_at))
 
     # -- evict -----------------------------------------------------------------------------------
 
     def evict(self, *, current_version: int | None = None, now: float | None = None) -> int:
-        """Apply the eviction rules; returns how many trajectories were removed."""
+        """Apply the eviction rules; returns how many trajectories were removed. Staleness counts
+        policy versions: what the policy that made a sample is behind `current_version` (a
+        recomputed logprob does not make its tokens any fresher). Samples whose version is not a
+        number are evicted by age and the cap per task only.
+
+        >>> from gfcr.core import Provenance, Step
+        >>> buffer = ReplayBuffer(ReplayConfig(url="sqlite://", max_staleness=2))
+        >>> for v in range(5):
+        ...     buffer.store(Trajectory("e", "q", "?", [Step("a", "", 1.0, True, False)], id=str(v),
+        ...                             provenance=Provenance("p", str(v))))
+        >>> buffer.evict(current_version=5), sorted(t.id for t in buffer.sample("q", 9))  # lags 5..1
+        (3, ['3', '4'])
+        """
         config, now = self.config, time.time() if now is None else now
         conditions = []
         if config.max_staleness is not None and current_version is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -15,8 +16,8 @@ import pytest
 
 from gfcr.agents import OraclePolicy, Runner, episodes_for_env
 from gfcr.core import Provenance, Step, TokenData, Trajectory
-from gfcr.errors import ConfigError, UnknownNameError
-from gfcr.replay import ReplayBuffer, ReplayConfig
+from gfcr.errors import ConfigError, StorageError, UnknownNameError
+from gfcr.replay import Refresh, ReplayBuffer, ReplayConfig
 
 
 def attempt(task: str, answer: str, reward: float, version: str = "1") -> Trajectory:
@@ -90,6 +91,61 @@ def test_rescue_injects_a_cached_correct_response_only_into_all_wrong_groups(tmp
     assert group[-1].provenance.policy_version == "3"
     mixed = [*wrong[:3], attempt("q", "42", 1.0)]
     assert buffer.rescue(mixed) == (mixed, False)
+
+
+def test_draw_leaves_out_the_excluded_ids_and_marks_copies_replayed(tmp_path: Path):
+    """The keep stage draws old samples beside the step's own episodes, which the runner stored as
+    they finished: those are excluded, and what is drawn is a marked copy (the stored row is not)."""
+    buffer = ReplayBuffer(tmp_path / "r.db")
+    old, fresh = attempt("q", "1", 1.0, version="1"), attempt("q", "2", 1.0, version="4")
+    buffer.store_many([old, fresh])
+    (drawn,) = buffer.draw("q", 5, "recent", exclude={fresh.id})
+    assert drawn.id == old.id and drawn.signals["replayed"] is True
+    assert "replayed" not in buffer.sample("q", 5, "recent")[-1].signals
+
+
+def test_refresh_state_is_recorded_per_sample_and_kept_in_the_state_dict(tmp_path: Path):
+    buffer = ReplayBuffer(tmp_path / "r.db")
+    a, b = attempt("q", "1", 1.0), attempt("q", "2", 0.0)
+    buffer.store_many([a, b])
+    assert buffer.refresh([a.id, "not-stored"], version=7, now=123.0) == 1
+    assert buffer.refresh_of(a.id) == Refresh(7, 123.0) and buffer.refresh_of(b.id) is None
+    copy_ = ReplayBuffer(tmp_path / "copy.db")
+    copy_.load_state_dict(buffer.state_dict())
+    assert copy_.refresh_of(a.id) == Refresh(7, 123.0)
+
+
+def test_a_buffer_written_before_the_refresh_columns_opens_and_works(tmp_path: Path):
+    """Backward compatibility: a replay.db of the earlier schema (no refresh columns) opens; its
+    rows read as before, then refresh, store and evict work on it."""
+    path = tmp_path / "old.db"
+    old = attempt("q", "42", 1.0, version="2")
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "CREATE TABLE replay_trajectories (id VARCHAR(128) PRIMARY KEY, env_id VARCHAR(255) NOT NULL, "
+            "task_id VARCHAR(255) NOT NULL, policy VARCHAR(255) NOT NULL, policy_version VARCHAR(255) "
+            "NOT NULL, version_number INTEGER, created VARCHAR(64) NOT NULL, stored_at FLOAT NOT NULL, "
+            "reward FLOAT NOT NULL, passed BOOLEAN NOT NULL, signals JSON NOT NULL, length INTEGER NOT "
+            "NULL, data TEXT NOT NULL)"
+        )
+        db.execute(
+            "INSERT INTO replay_trajectories VALUES (?, 'e', 'q', 'p', '2', 2, 't', 1.0, 1.0, 1, '{}', 2, ?)",
+            (old.id, old.to_json()),
+        )
+    buffer = ReplayBuffer(ReplayConfig(url=str(path), max_staleness=1))
+    assert buffer.sample("q") == [old] and buffer.refresh_of(old.id) is None
+    buffer.refresh([old.id], version=3)
+    buffer.store(attempt("q", "7", 1.0, version="5"))
+    assert buffer.refresh_of(old.id).version == 3 and len(buffer) == 2
+    assert buffer.evict(current_version=5) == 1  # version 2 is 3 behind
+
+
+def test_a_missing_column_that_cannot_be_null_is_a_clear_error(tmp_path: Path):
+    path = tmp_path / "odd.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE replay_trajectories (id VARCHAR(128) PRIMARY KEY)")
+    with pytest.raises(StorageError, match=r"lacks the columns \['env_id'.* start a new database"):
+        ReplayBuffer(path)
 
 
 def test_runner_stores_every_finished_trajectory(tmp_path: Path):
@@ -171,6 +227,8 @@ def test_the_buffer_and_the_skill_library_run_on_postgresql(pg_url):
     group, rescued = buffer.rescue([attempt("q", "x", 0.0)] * 3)
     assert rescued and group[-1].total_reward == 1.0 and group[-1].signals["replayed"] is True
     assert buffer.evict(current_version=4) == 3 and len(buffer) == 2  # stale 0-2, then the cap
+    (kept, *_) = buffer.sample("q", 5, "recent")
+    assert buffer.refresh([kept.id], version=4) == 1 and buffer.refresh_of(kept.id).version == 4
     buffer.close()
     family = ShopTools(seed=0)
     task = family.tasks(1)[0]
