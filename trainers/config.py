@@ -5,7 +5,7 @@ Sections of the TOML file map to the dataclasses below; unknown keys are an erro
 known ones. `[rollout]` is one flat table: the trainer's own keys (`backend`, `prompts_per_step`,
 `group_size`, `vllm_options`) and every setting of the runner it configures (`RunnerConfig`, its
 `SamplingParams` included: `max_tokens`, `temperature`, `concurrency` …), declared in the runner
-alone. The rollout pipeline's stages (`PipelineConfig`: `[control]`, `[generate]`,
+alone. The rollout pipeline's stages (`PipelineConfig`: `[control]`, `[generate]`, `[judge]`,
 `[overlong_penalty]`, `[replay]`) are declared in their modules and read the same way by TRL's
 `rollout_func`, so one recipe configures both trainers.
 
@@ -31,6 +31,7 @@ from gfcr.control import ControlConfig
 from gfcr.core import config
 from gfcr.core.config import setting
 from gfcr.errors import ConfigError, UnknownNameError
+from gfcr.filter import JudgeConfig
 from gfcr.filter.indicators import THRESHOLDS
 from gfcr.generate import GenerateConfig
 from gfcr.registry import import_modules
@@ -258,6 +259,10 @@ class PipelineConfig:
     generate: GenerateConfig = setting(
         default_factory=GenerateConfig, help="Generate: trees (branches inside turns) and guidance."
     )
+    judge: JudgeConfig = setting(
+        default_factory=JudgeConfig,
+        help="Filter's judge stage: the reward the optimizer sees (verifier weight, gates, terms).",
+    )
     overlong_penalty: OverlongPenaltyConfig = setting(
         default_factory=OverlongPenaltyConfig, help="Filter's judge stage: DAPO's overlong reward shaping."
     )
@@ -274,7 +279,7 @@ class PipelineConfig:
         return cls.from_dict(read_toml(path))
 
 
-PIPELINE_SECTIONS = ("control", "generate", "overlong_penalty", "replay")
+PIPELINE_SECTIONS = ("control", "generate", "judge", "overlong_penalty", "replay")
 MOVED = {  # (section, key or None for all of it) -> where it is now
     ("rollout", "selector"): "[control] selector",
     ("dynamic_sampling", None): "[control] dynamic_sampling = true (filter_groups), oversample, max_rounds",

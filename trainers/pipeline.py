@@ -11,7 +11,10 @@ The survey's lifecycle is the shape of a step (DESIGN.md, "The rollout pipeline"
 - generate is Generate, inside each round: groups, trees (`[generate]`: branches between turns and
   at token positions inside a turn, only for prompts not yet decided when pruning), guidance
   (`gfcr.generate.guided`), run by the vectorized runner with the step's policy;
-- judge is Filter's reward shaping (DAPO's overlong penalty) of each episode;
+- judge is Filter's judge stage (`[judge]`, `gfcr.filter.JudgeStage`), on each round's groups
+  before Control decides on them: the env's verifier at a weight, gates, judges, group rubrics
+  (TTRL's vote, length terms) and DAPO's overlong penalty, recorded per term in each episode's
+  `reward_terms`; an episode a judge could not score is a `judge_failure`, left out;
 - keep is Replay: every finished episode is stored, an all-failed group gets a stored correct
   response (AR3PO's rescue), old samples keep their behaviour logprobs;
 - credit is Filter: advantages per token (`samples_from_groups`, group or tree estimators).
@@ -28,54 +31,25 @@ import dataclasses
 import functools
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from gfcr.agents import Runner, RunnerConfig
 from gfcr.control import Batch, RolloutController, guided
-from gfcr.core import Controller, Decision, EpisodeSpec, Policy, ReplaySink, Trajectory
+from gfcr.core import Controller, Decision, EnvConfig, EpisodeSpec, Policy, ReplaySink, Task, Trajectory
 from gfcr.core.admission import RESOURCES, add_waits
 from gfcr.core.hooks import branch_points
-from gfcr.filter import overlong_penalty
+from gfcr.filter import JudgeStage, OverlongPenalty
 from gfcr.filter.indicators import batch_indicators, zero_variance
-from gfcr.filter.signals import response_length
 from gfcr.generate import BranchTokens, GuidedPolicy, group_by_task, round_seed
 from gfcr.trainers.batching import Sample, samples_from_groups
 from gfcr.trainers.config import PipelineConfig
 
 logger = logging.getLogger(__name__)
-RewardFn = Callable[[Trajectory], float]
-
-
-@dataclass(frozen=True)
-class OverlongPenalty:
-    """DAPO's soft overlong punishment (Yu et al. 2025, §3.4, eq. 13) of an episode, on the policy's
-    own tokens (`response_length`: every turn's sampled tokens; prompt and observations excluded).
-
-    >>> from gfcr.core import TokenData
-    >>> t = Trajectory("e", "t", "?", tokens=TokenData([1], [2] * 9, [1] * 9, [0.0] * 9))
-    >>> shaping = OverlongPenalty(max_length=10, cache_length=4)
-    >>> shaping.penalty(t), shaping.reward(t)  # 9 tokens: 3 into the 4-token ramp
-    (-0.75, -0.75)
-    """
-
-    max_length: int
-    cache_length: int
-
-    def penalty(self, trajectory: Trajectory) -> float:
-        return overlong_penalty(response_length(trajectory), self.max_length, self.cache_length)
-
-    def reward(self, trajectory: Trajectory) -> float:
-        """The task reward plus the penalty: what the advantages are computed from."""
-        return trajectory.total_reward + self.penalty(trajectory)
-
-
-def task_reward(trajectory: Trajectory) -> float:
-    """The env's reward of an episode, unshaped."""
-    return trajectory.total_reward
 
 
 @dataclass
@@ -141,13 +115,14 @@ class RolloutPipeline:
         *,
         runner: RunnerConfig | None = None,
         branch_tokens: BranchTokens | None = None,
-        judge: OverlongPenalty | None = None,
+        judge: JudgeStage | None = None,
         replay: ReplaySink | None = None,
         rescue: bool = False,
         estimator: str = "grpo",
         seed: int = 0,
     ) -> None:
-        self.controller, self.judge, self.replay, self.rescue = controller, judge, replay, rescue
+        self.controller, self.replay, self.rescue = controller, replay, rescue
+        self.judge = judge or JudgeStage()
         self.estimator, self.seed = estimator, seed
         self.tasks = list(tasks)
         self.templates: dict[str, EpisodeSpec] = {}  # task id -> the pool's first spec of it
@@ -163,6 +138,8 @@ class RolloutPipeline:
         self.tokens_total = 0  # the policy tokens they generated (a shared prefix counted once)
         self.rounds_total = 0  # runs of the runner: each round's fresh sample seeds
         self.trimmed_leaves = self.extra_roots = 0  # this step's exact tree allocation (`_exact`)
+        self.batch_judge_failures = 0  # episodes of this step a judge could not score
+        self._task_sources: dict[str, Any] = {}  # env key -> its tasks (for judges that read gold)
 
     @classmethod
     def from_config(
@@ -188,7 +165,8 @@ class RolloutPipeline:
             )
         )
         overlong = config.overlong_penalty
-        judge = OverlongPenalty(*overlong.lengths(episode_tokens)) if overlong.enabled else None
+        penalty = OverlongPenalty(*overlong.lengths(episode_tokens)) if overlong.enabled else None
+        judge = config.judge.stage(penalty)
         rescue = config.replay.rescue
         kept = replay is not None or config.replay.enabled
         if kept and rescue and control.config.dynamic_sampling:
@@ -215,14 +193,14 @@ class RolloutPipeline:
         its run begins, after clearing an earlier run's)."""
         self.replay = self.runner.replay = replay
 
-    @property
-    def reward(self) -> RewardFn:
-        """The judge stage: the reward each episode's advantages are computed from."""
-        return self.judge.reward if self.judge is not None else task_reward
+    @staticmethod
+    def reward(trajectory: Trajectory) -> float:
+        """The reward each episode's advantages are computed from: the judge stage's."""
+        return trajectory.reward
 
     def step(self, candidates: Sequence[str] | None = None) -> StepBatch:
         """Choose → keep: one step's rollouts over `candidates` (task ids; None: the whole pool)."""
-        self.hook.stopped = self.hook.branched = 0
+        self.hook.stopped = self.hook.branched = self.batch_judge_failures = 0
         self.trimmed_leaves = self.extra_roots = 0
         self.batch = batch = StepBatch({})
         batch.decided = self.controller.collect(self.sample, list(candidates or self.task_ids))
@@ -240,7 +218,9 @@ class RolloutPipeline:
         each task gets exactly its `plan` samples too (`_exact`)."""
         roots = {task_id: self.roots(n) for task_id, n in plan.items()}
         trajectories = self._run(roots)
-        return self._exact(plan, roots, trajectories) if self.trees else trajectories
+        kept = self._exact(plan, roots, trajectories) if self.trees else trajectories
+        self._judge(kept)  # before the decide loop reads their rewards
+        return kept
 
     @property
     def trees(self) -> bool:
@@ -308,6 +288,21 @@ class RolloutPipeline:
         """The pool's spec of each task the plan samples (the template of its group)."""
         return [self.templates[task_id] for task_id in plan if task_id in self.templates]
 
+    def _judge(self, trajectories: Sequence[Trajectory]) -> None:
+        """The judge stage on one round: each task's samples are judged as one group."""
+        for task_id, group in group_by_task(trajectories).items():
+            self.batch_judge_failures += self.judge.judge(self.task(task_id, group[0]), group)
+
+    def task(self, task_id: str, trajectory: Trajectory) -> Task:
+        """The env's `Task` of `task_id` (its gold data) for a judge that reads it, made once per
+        env; the trajectory's id and prompt alone when no term reads more."""
+        if not self.judge.needs_task:
+            return Task(task_id, trajectory.prompt)
+        spec = self.templates[task_id]
+        if spec.env.key not in self._task_sources:
+            self._task_sources[spec.env.key] = task_source(spec.env)
+        return self._task_sources[spec.env.key].get(task_id)
+
     def _keep(self, groups: dict[str, list[Trajectory]]) -> tuple[dict[str, list[Trajectory]], int]:
         """The keep stage: AR3PO's rescue of all-failed groups from the replay buffer."""
         rescued = 0
@@ -339,11 +334,14 @@ class RolloutPipeline:
             "decide/stopped_episodes": float(self.hook.stopped),
             "keep/rescued": float(rescued),
             "judge/reward_mean": float(np.mean(judged)) if judged else 0.0,
+            "judge/failures": float(self.batch_judge_failures),
         }
-        if self.judge is not None:
-            penalties = [self.judge.penalty(t) for t in trained]
-            metrics["judge/overlong_penalty_mean"] = float(np.mean(penalties)) if penalties else 0.0
-        return metrics | rollout_metrics(batch, self.reward)
+        for name in [w.name for w in self.judge.terms] + ["gate"]:  # each term's mean part
+            parts = [t.reward_terms.get(name, 0.0) for t in trained]
+            metrics[f"judge/{name}_mean"] = float(np.mean(parts)) if parts else 0.0
+        if self.judge.gates:
+            metrics["judge/gated_share"] = float(np.mean(["gate" in t.reward_terms for t in trained] or [0]))
+        return metrics | rollout_metrics(batch)
 
     def state_dict(self) -> dict[str, int]:
         return {
@@ -358,14 +356,24 @@ class RolloutPipeline:
         self.rounds_total = int(state["rounds_total"])
 
 
-def rollout_metrics(batch: StepBatch, reward: RewardFn = task_reward) -> dict[str, float]:
+def task_source(env: EnvConfig) -> Any:
+    """The tasks of an env configuration (`TextEnv.tasks`): the env is made once and closed; its
+    task source stays readable."""
+    made = gym.make(env.env_id, **env.kwargs)
+    try:
+        return made.unwrapped.tasks
+    finally:
+        made.close()
+
+
+def rollout_metrics(batch: StepBatch) -> dict[str, float]:
     """Reward, spread and length statistics of one step: of every episode generated (dropped
     groups included), and of the groups trained on, with the rewards their advantages use; and the
     seconds its episodes queued for each shared resource, summed (`rollout/wait_s/sandbox`, …)."""
     generated = batch.generated
     rewards = np.array([t.total_reward for t in generated if t.status == "ok"] or [0.0])
     zero_std = [zero_variance([t.total_reward for t in g]) for g in group_by_task(generated).values()]
-    trained = [zero_variance([reward(t) for t in g]) for g in batch.groups.values()]
+    trained = [zero_variance([t.reward for t in g]) for g in batch.groups.values()]
     lengths = [sum(t.tokens.loss_mask) for t in generated if t.tokens is not None]
     turns = [len(t.steps) for t in generated]
     metrics = {

@@ -8,6 +8,8 @@ Each round composes Control's stages: a selector chooses fresh prompts, an alloc
 its samples (a budget, or `group_size`), and a sampler draws them — at once, or in waves with
 early stopping (`gfcr.control.EarlyStopping`), which ends a prompt once its group is decided; the
 groups early stopping dropped are refilled by the next round like any other dropped group.
+Rewards are `Trajectory.reward`: the judge stage's (what the optimizer sees), so a label-free run
+decides on its votes, never on the gold answer; the env's own reward where no judge stage ran.
 """
 
 from __future__ import annotations
@@ -78,9 +80,9 @@ def observe(
     """Record each group's rewards and response lengths in `history`, and tell a selector that
     learns from outcomes (SEC's bandit) what the groups yielded."""
     for task_id, group in groups.items():
-        history.update(task_id, [t.total_reward for t in group], [response_length(t) for t in group])
+        history.update(task_id, [t.reward for t in group], [response_length(t) for t in group])
     if isinstance(selector, LearningSelector):
-        selector.learn({task_id: [t.total_reward for t in group] for task_id, group in groups.items()})
+        selector.learn({task_id: [t.reward for t in group] for task_id, group in groups.items()})
 
 
 @dataclass
@@ -97,7 +99,7 @@ class DynamicSampling:
     >>> env = BernoulliPrompts([0.0, 1.0, 0.5, 0.5, 0.5, 0.5], seed=0)
     >>> batch = DynamicSampling(num_groups=2, group_size=8).collect(env.run, env.task_ids, PromptHistory(),
     ...                                                          np.random.default_rng(0))
-    >>> len(batch.groups), all(is_informative([t.total_reward for t in g]) for g in batch.groups.values())
+    >>> len(batch.groups), all(is_informative([t.reward for t in g]) for g in batch.groups.values())
     (2, True)
     """
 
@@ -162,4 +164,4 @@ class DynamicSampling:
         return batch
 
     def _keeps(self, group: Sequence[Trajectory]) -> bool:
-        return not self.filter_groups or is_informative([t.total_reward for t in group])
+        return not self.filter_groups or is_informative([t.reward for t in group])

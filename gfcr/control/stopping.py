@@ -88,7 +88,7 @@ class EarlyStopping:
             still_open = []
             for task_id in open_ids:
                 asked[task_id] += wave[task_id]
-                rewards = [t.total_reward for t in drawn[task_id]]
+                rewards = [t.reward for t in drawn[task_id]]
                 remaining = plan[task_id] - asked[task_id]
                 if not self.decided(rewards, history.get(task_id), history.success_at, remaining):
                     still_open.append(task_id)

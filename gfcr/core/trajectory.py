@@ -168,11 +168,25 @@ class Trajectory:
     tools: list[dict[str, Any]] = field(default_factory=list)
     # the guidance text put into the prompt (`gfcr.generate.GuidedPolicy`), "" for an unguided episode
     guidance: str = ""
+    # the judge stage's reward, term by term (`gfcr.filter.JudgeStage`): each term's weighted part,
+    # {"verifier": 1.0, "overlong": -0.25, ...}; {} where no judge stage ran
+    reward_terms: dict[str, float] = field(default_factory=dict)
 
     @property
     def total_reward(self) -> float:
         """Sum of the step rewards."""
         return float(sum(step.reward for step in self.steps))
+
+    @property
+    def reward(self) -> float:
+        """The reward an optimizer sees: the judge stage's terms summed (`reward_terms`), or the
+        env's `total_reward` where no judge stage ran.
+
+        >>> t = Trajectory("e", "t", "?", [Step("x", "", 1.0, True, False)])
+        >>> t.reward, (t.reward_terms.update(verifier=1.0, overlong=-0.25) or t.reward)
+        (1.0, 0.75)
+        """
+        return math.fsum(self.reward_terms.values()) if self.reward_terms else self.total_reward
 
     @property
     def signals(self) -> Signals:
@@ -194,6 +208,8 @@ class Trajectory:
             del data["tools"]
         if not data["guidance"]:  # likewise lines of unguided episodes
             del data["guidance"]
+        if not data["reward_terms"]:  # likewise lines no judge stage scored
+            del data["reward_terms"]
         data["messages"] = [m.to_dict() for m in self.messages]
         data["total_reward"] = self.total_reward
         return data

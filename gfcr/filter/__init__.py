@@ -2,8 +2,10 @@
 
 - `Verifier` (the protocol every env family's checker implements) and `Verdict`, from
   `gfcr.core`; `SignalVerifier` reads the verdict an env already put in the last step's signals.
-- `Rubric`: weighted sums of verifiers (`Criterion`s), with gates (a failed format gate zeroes the reward);
-  `GroupRubric`s score a whole group (`MajorityVote`, `LengthPenalty`).
+- `Rubric`: weighted sums of verifiers (`Criterion`s), with gates (a failed format gate zeroes the reward).
+- The judge stage (`JudgeStage`, `[judge]` = `JudgeConfig`): the training reward composed of
+  `RewardTerm`s scored over each group (`EnvReward`, `MajorityVote`, `ShorterBetter`,
+  `LengthPenalty`, `OverlongPenalty`, judges), weighted and gated, recorded per term.
 - `LLMJudge`: a verifier backed by any chat model, policy or policy spec (`PolicyChat`), with a cache.
 - `ProcessScorer` and `ProcessScoreHook`: step-level scores written into each step's signals
   through the runner's Filter hook.
@@ -16,9 +18,20 @@
 
 from gfcr.core.chat import ChatModel, PolicyChat
 from gfcr.core.verdict import Verdict, Verifier
+from gfcr.filter.compose import (
+    EnvReward,
+    JudgeStage,
+    LengthPenalty,
+    MajorityVote,
+    OverlongPenalty,
+    RewardTerm,
+    ShorterBetter,
+    Weighted,
+)
+from gfcr.filter.config import JudgeConfig
 from gfcr.filter.judge import LLMJudge
 from gfcr.filter.process import ProcessScoreHook, ProcessScorer
-from gfcr.filter.rubric import Criterion, GroupRubric, LengthPenalty, MajorityVote, Rubric
+from gfcr.filter.rubric import Criterion, Rubric
 from gfcr.filter.signals import ADVANTAGE_ESTIMATORS, group_advantages, overlong_penalty
 from gfcr.filter.verifier import SignalVerifier
 
@@ -26,17 +39,23 @@ __all__ = [
     "ADVANTAGE_ESTIMATORS",
     "ChatModel",
     "Criterion",
-    "GroupRubric",
+    "EnvReward",
+    "JudgeConfig",
+    "JudgeStage",
     "LLMJudge",
     "LengthPenalty",
     "MajorityVote",
     "PolicyChat",
     "ProcessScoreHook",
+    "OverlongPenalty",
     "ProcessScorer",
+    "RewardTerm",
     "Rubric",
+    "ShorterBetter",
     "SignalVerifier",
     "Verdict",
     "Verifier",
+    "Weighted",
     "group_advantages",
     "overlong_penalty",
 ]

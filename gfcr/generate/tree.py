@@ -92,7 +92,7 @@ def build_tree(trajectories: Sequence[Trajectory], outcome: Outcome | None = Non
     >>> root.value, root.children["a"].value, len(root.children["a"].children)
     (0.3333333333333333, 0.5, 2)
     """
-    outcome = outcome or (lambda t: t.total_reward)
+    outcome = outcome or (lambda t: t.reward)
     root = Node(0)
     for trajectory in trajectories:
         value = float(outcome(trajectory))
@@ -120,7 +120,7 @@ def build_token_tree(trajectories: Sequence[Trajectory], outcome: Outcome | None
     >>> prompt.depth, shared.depth, shared.value, list(shared.children), prompt.children[5].depth
     (1, 3, 0.5, [3, 4], 3)
     """
-    outcome = outcome or (lambda t: t.total_reward)
+    outcome = outcome or (lambda t: t.reward)
     paths = [_token_path(t) for t in trajectories]
     values = [float(outcome(t)) for t in trajectories]
     root = Node(0, values)

@@ -96,9 +96,9 @@ def test_math_verifier_is_the_envs_checker_and_implements_the_protocol():
         env.reset(options={"task_id": task.id})
 
 
-def test_group_rubrics_majority_vote_and_kimi_length_penalty():
+def test_group_terms_majority_vote_and_kimi_length_penalty():
     group = [one_step(a) for a in ["7", "7", "8", "7"]]
-    assert MajorityVote(lambda t: t.steps[-1].action).score_group(Task("t", "?"), group, [0] * 4) == [
+    assert MajorityVote(lambda g: [t.steps[-1].action for t in g]).scores(Task("t", "?"), group) == [
         1,
         1,
         0,
@@ -106,14 +106,14 @@ def test_group_rubrics_majority_vote_and_kimi_length_penalty():
     ]
     lengths = [10, 30, 50, 20]
     group = [one_step("x" * n) for n in lengths]
-    rewards = [1.0, 1.0, 0.0, 0.0]
-    out = LengthPenalty(coef=0.5).score_group(Task("t", "?"), group, rewards)
+    for t, r in zip(group, [1.0, 1.0, 0.0, 0.0], strict=True):
+        t.steps[-1].reward = r
     lo, hi = min(lengths), max(lengths)
     expected = []
-    for n, r in zip(lengths, rewards, strict=True):
+    for t, n in zip(group, lengths, strict=True):
         lam = 0.5 - (n - lo) / (hi - lo)
-        expected.append(r + 0.5 * (lam if r >= 1 else min(0.0, lam)))
-    assert out == pytest.approx(expected)
+        expected.append(lam if t.total_reward >= 1 else min(0.0, lam))
+    assert LengthPenalty().scores(Task("t", "?"), group) == pytest.approx(expected)
 
 
 def test_llm_judge_caches_by_prompt_and_scores_unreadable_replies_zero():

@@ -29,11 +29,11 @@ from gfcr.agents import Runner  # noqa: E402
 from gfcr.agents.runner import env_config  # noqa: E402
 from gfcr.core import Completion, EpisodeSpec, Request  # noqa: E402
 from gfcr.errors import ConfigError  # noqa: E402
+from gfcr.filter import OverlongPenalty  # noqa: E402
 from gfcr.filter.signals import group_advantages  # noqa: E402
 from gfcr.integrations import trl as gfcr_trl  # noqa: E402
 from gfcr.replay import ReplayBuffer  # noqa: E402
 from gfcr.trainers.config import PipelineConfig  # noqa: E402
-from gfcr.trainers.pipeline import OverlongPenalty  # noqa: E402
 
 PLAN = "1. look the code up 2. answer with it"
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gfcr.core import Step, TokenData, Trajectory
-from gfcr.filter import overlong_penalty
+from gfcr.core import Step, Task, TokenData, Trajectory
+from gfcr.filter import EnvReward, JudgeStage, OverlongPenalty, Weighted, overlong_penalty
 from gfcr.filter.signals import response_length
 from gfcr.trainers import Trainer
 from gfcr.trainers.batching import samples_from_groups
-from gfcr.trainers.pipeline import OverlongPenalty
+from gfcr.trainers.pipeline import RolloutPipeline
 
 # 4 groups of 2 on the parity env (reward: odd action length): a group has no reward spread half
 # the time, so a step without dynamic sampling sends some zero-variance groups to the update.
@@ -61,20 +61,22 @@ def _episode(reward: float, turns: list[int]) -> Trajectory:
 
 def test_overlong_penalty_lowers_a_long_completions_reward_by_dapos_penalty():
     long, short = _episode(1.0, [6, 5]), _episode(1.0, [4])  # 11 and 4 policy tokens
-    shaping = OverlongPenalty(max_length=12, cache_length=4)
-    samples = samples_from_groups({"t": [long, short]}, "grpo", shaping.reward)
+    shaping = Weighted("overlong_penalty", OverlongPenalty(max_length=12, cache_length=4))
+    JudgeStage((Weighted("verifier", EnvReward()), shaping)).judge(Task("t", "?"), [long, short])
+    samples = samples_from_groups({"t": [long, short]}, "grpo", RolloutPipeline.reward)
     # observation tokens are not the policy's: 11 tokens, 3 into the 4-token ramp before 12
     assert samples[0].reward == 1.0 + overlong_penalty(11, 12, 4) == pytest.approx(0.25)
     assert samples[1].reward == 1.0
     assert samples[0].advantage < 0 < samples[1].advantage  # the shaped rewards have a spread
-    assert [s.advantage for s in samples_from_groups({"t": [long, short]}, "grpo")] == [0.0, 0.0]
+    unshaped = samples_from_groups({"t": [long, short]}, "grpo", lambda t: t.total_reward)
+    assert [s.advantage for s in unshaped] == [0.0, 0.0]
 
 
 def test_training_with_the_overlong_penalty_uses_and_logs_it(make_config):
     config = make_config(overlong_penalty={"enabled": True, "max_length": 4, "cache_length": 2}, steps=1)
     trainer = Trainer(config)
     history = trainer.train()
-    assert trainer.pipeline.judge == OverlongPenalty(4, 2)
+    assert trainer.pipeline.judge.terms[-1] == Weighted("overlong_penalty", OverlongPenalty(4, 2))
     assert trainer.last_rollout is not None
     trained = [t for group in trainer.last_rollout.groups.values() for t in group]
     penalties = [overlong_penalty(response_length(t), 4, 2) for t in trained]
