@@ -167,7 +167,7 @@ class JudgeStage:
 
     `gates` are signals of the episode's last step that must be truthy (e.g. a format check); an
     episode failing one gets `gate_reward` ("zero") or at most `gate_reward` ("cap"), the difference
-    recorded as the term "gate". A gate signal the env does not emit is a `ConfigError`: silently
+    recorded as the term "gate" (present exactly when a gate failed, 0.0 when it cut nothing). A gate signal the env does not emit is a `ConfigError`: silently
     gating every episode would train on nothing.
     """
 
@@ -203,14 +203,14 @@ class JudgeStage:
                 mark_judge_failure(trajectory, missing)
                 continue
             terms = {w.name: w.weight * float(scored[w.name][i] or 0.0) for w in self.terms}
-            total = sum(terms.values())
-            gated = self._gated(trajectory, total)
-            if gated != total:
-                terms["gate"] = gated - total
+            if not self._passes_gates(trajectory):  # the gate's cut is a term: the sum is the reward
+                total = sum(terms.values())
+                cut = self.gate_reward if self.gate == "zero" else min(total, self.gate_reward)
+                terms["gate"] = cut - total
             trajectory.reward_terms = terms
         return failures
 
-    def _gated(self, trajectory: Trajectory, total: float) -> float:
+    def _passes_gates(self, trajectory: Trajectory) -> bool:
         signals = trajectory.signals
         for gate in self.gates:
             if gate not in signals:
@@ -218,9 +218,7 @@ class JudgeStage:
                     f"[judge] gates names the signal {gate!r}, which {trajectory.env_id} does not emit "
                     f"(its signals: {', '.join(sorted(signals)) or 'none'}); gate on one of those"
                 )
-        if all(signals[gate] for gate in self.gates):
-            return total
-        return self.gate_reward if self.gate == "zero" else min(total, self.gate_reward)
+        return all(signals[gate] for gate in self.gates)
 
 
 def mark_judge_failure(trajectory: Trajectory, terms: Sequence[str]) -> None:

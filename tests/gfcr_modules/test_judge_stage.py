@@ -33,7 +33,10 @@ def test_terms_are_weighted_recorded_and_summed_into_the_reward():
     group = [episode("a", 1.0), episode("b", 0.0)]
     stage = JudgeStage((Weighted("verifier", EnvReward(), 2.0), Weighted("llm", Scripted([0.5, 0.25]), 0.5)))
     assert stage.judge(TASK, group) == 0
-    assert [t.reward_terms for t in group] == [{"verifier": 2.0, "llm": 0.25}, {"verifier": 0.0, "llm": 0.125}]
+    assert [t.reward_terms for t in group] == [
+        {"verifier": 2.0, "llm": 0.25},
+        {"verifier": 0.0, "llm": 0.125},
+    ]
     assert [t.reward for t in group] == [2.25, 0.125]
     assert [t.total_reward for t in group] == [1.0, 0.0]  # the env's reward is left as it was
 
