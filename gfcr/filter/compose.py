@@ -167,8 +167,9 @@ class JudgeStage:
 
     `gates` are signals of the episode's last step that must be truthy (e.g. a format check); an
     episode failing one gets `gate_reward` ("zero") or at most `gate_reward` ("cap"), the difference
-    recorded as the term "gate" (present exactly when a gate failed, 0.0 when it cut nothing). A gate signal the env does not emit is a `ConfigError`: silently
-    gating every episode would train on nothing.
+    recorded as the term "gate" (present exactly when a gate failed, 0.0 when it cut nothing). A
+    gate signal the env does not emit is a `ConfigError`: silently gating every episode would train
+    on nothing.
     """
 
     terms: tuple[Weighted, ...] = (Weighted("verifier", EnvReward()),)
