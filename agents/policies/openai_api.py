@@ -4,9 +4,10 @@ vLLM's and SGLang's servers, `gfcr serve`, hosted APIs. Tool calls come back nat
 requests run concurrently up to `concurrency` (the server batches them); the client retries
 connection errors, timeouts, 429s and 5xx with exponential backoff (`max_retries`); logprobs are
 requested and kept where the server gives them, and so are token ids (`return_token_ids`, as
-`gfcr serve` and vLLM answer it; a server that refuses the field is asked without it from then on),
-so the runner keeps a served model's trajectories as trainable as `hf:`'s. The API key is read
-from `OPENAI_API_KEY` ("EMPTY" if unset, which local servers accept).
+`gfcr serve` and vLLM answer it) and the `top_logprobs` that token entropies are estimated from
+(`gfcr.filter.entropy.topk_entropy`); a server that refuses one of these fields is asked without
+it from then on. So the runner keeps a served model's trajectories as trainable as `hf:`'s. The API
+key is read from `OPENAI_API_KEY` ("EMPTY" if unset, which local servers accept).
 
 The client lives on an event loop of the policy's own (a daemon thread), so `generate` works
 from plain code and `agenerate` from any other loop, such as the runner's.
@@ -25,6 +26,7 @@ from gfcr.core import ToolCall
 from gfcr.core.policy import Completion, Request
 from gfcr.core.redact import redact
 from gfcr.errors import ConfigError, PolicyError
+from gfcr.filter.entropy import topk_entropy
 
 _RETRYABLE = ("APIConnectionError", "APITimeoutError", "InternalServerError", "RateLimitError")
 
@@ -42,11 +44,12 @@ class OpenAIPolicy:
         timeout_s: float = 600.0,
         logprobs: bool = True,
         token_ids: bool = True,
+        top_logprobs: int = 20,
     ) -> None:
-        if concurrency < 1 or max_retries < 0 or timeout_s <= 0:
+        if concurrency < 1 or max_retries < 0 or timeout_s <= 0 or not 0 <= top_logprobs <= 20:
             raise ConfigError(
-                "need concurrency >= 1, max_retries >= 0, timeout_s > 0; "
-                f"got {concurrency}, {max_retries}, {timeout_s}"
+                "need concurrency >= 1, max_retries >= 0, timeout_s > 0, 0 <= top_logprobs <= 20 "
+                f"(the API's most); got {concurrency}, {max_retries}, {timeout_s}, {top_logprobs}"
             )
         try:
             import openai
@@ -59,6 +62,7 @@ class OpenAIPolicy:
         self.model = model
         self.logprobs = logprobs
         self.token_ids = token_ids
+        self.top_logprobs = top_logprobs if logprobs else 0
         self.max_concurrent_batches = concurrency
         self._loop = asyncio.new_event_loop()
         threading.Thread(target=self._loop.run_forever, name="gfcr-openai", daemon=True).start()
@@ -116,18 +120,24 @@ class OpenAIPolicy:
         return [_completion(choice, prompt_tokens, completion_tokens, prompt_ids) for choice in choices]
 
     async def _create(self, arguments: dict[str, Any]) -> Any:
-        """The chat completion, with token ids asked for while the server accepts the field."""
-        if not self.token_ids:
-            return await self._client.chat.completions.create(**arguments)
+        """The chat completion, with token ids and top logprobs asked for while the server accepts them."""
+        optional: dict[str, Any] = {"top_logprobs": self.top_logprobs} if self.top_logprobs else {}
+        if self.token_ids:
+            optional["extra_body"] = {"return_token_ids": True}
         try:
-            return await self._client.chat.completions.create(
-                **arguments, extra_body={"return_token_ids": True}
-            )
+            return await self._client.chat.completions.create(**arguments, **optional)
         except Exception as e:
-            if type(e).__name__ != "BadRequestError" or "return_token_ids" not in str(e):
+            # What this request asked for decides: a concurrent one may have turned it off already.
+            refused = [field for field in ("return_token_ids", "top_logprobs") if field in str(e)]
+            if type(e).__name__ != "BadRequestError" or not refused:
                 raise
-            self.token_ids = False  # a server that does not know the field: ask without it from now on
-            return await self._client.chat.completions.create(**arguments)
+            if "return_token_ids" in refused and "extra_body" in optional:
+                self.token_ids = False  # a server that does not know the field: ask without it from now on
+            elif "top_logprobs" in refused and "top_logprobs" in optional:
+                self.top_logprobs = 0  # likewise (gfcr serve gives the sampled token's logprob only)
+            else:
+                raise
+            return await self._create(arguments)
 
 
 def _completion(
@@ -151,11 +161,11 @@ def _completion(
             content, calls = content + blocks, []
             break
         calls.append(ToolCall(call.function.name, arguments, call.id or ""))
-    logprobs = (
-        tuple(item.logprob for item in choice.logprobs.content)
-        if choice.logprobs and choice.logprobs.content
-        else None
-    )
+    content_logprobs = choice.logprobs.content if choice.logprobs and choice.logprobs.content else None
+    logprobs = tuple(item.logprob for item in content_logprobs) if content_logprobs else None
+    entropies = None  # estimated over each position's top logprobs, where every position has them
+    if content_logprobs and all(item.top_logprobs for item in content_logprobs):
+        entropies = tuple(topk_entropy(top.logprob for top in item.top_logprobs) for item in content_logprobs)
     completion_ids = getattr(choice, "token_ids", None)
     return Completion(
         content,
@@ -164,6 +174,7 @@ def _completion(
         prompt_ids=tuple(prompt_ids) if prompt_ids is not None and completion_ids is not None else None,
         completion_ids=tuple(completion_ids) if completion_ids is not None else None,
         logprobs=logprobs,
+        entropies=entropies,
         prompt_tokens=prompt_tokens,
         completion_tokens=len(logprobs) if logprobs else completion_tokens,
     )

@@ -3,7 +3,9 @@
 Every request of a batch goes to one `LLM.generate` call as token ids (`TokensPrompt`), so the
 runner's token-in-token-out prefixes reach the engine unchanged; prefix caching is on, so the
 turns of an episode and the samples of a task share their common prefix's KV cache. Logprobs
-are vLLM's (of the sampled token, from the raw logits by default). Needs a GPU.
+are vLLM's (of the sampled token, from the raw logits by default); entropies are estimated from
+the top `entropy_top_k` logprobs of each position (`gfcr.filter.entropy.topk_entropy`; 0: none).
+Needs a GPU.
 """
 
 from __future__ import annotations
@@ -16,12 +18,17 @@ from gfcr.agents.policies.chat import ChatTokens, load_chat_encoder
 from gfcr.agents.policies.hf import model_fingerprint
 from gfcr.core.policy import Completion, Request
 from gfcr.errors import PolicyError
+from gfcr.filter.entropy import topk_entropy
+
+ENTROPY_TOP_K = 20  # vLLM's default max_logprobs: the most an engine returns unless raised
 
 
 class VLLMPolicy(ChatTokens):
     """A model served in-process by vLLM; `engine_options` go to `vllm.LLM` (e.g. tensor_parallel_size)."""
 
-    def __init__(self, path: str | Path, **engine_options: Any) -> None:
+    def __init__(
+        self, path: str | Path, *, entropy_top_k: int = ENTROPY_TOP_K, **engine_options: Any
+    ) -> None:
         try:
             from vllm import LLM
         except ImportError as e:
@@ -32,6 +39,7 @@ class VLLMPolicy(ChatTokens):
         self.max_positions = int(self.llm.llm_engine.model_config.max_model_len)
         self.name = f"vllm:{path}"
         self.version = model_fingerprint(Path(path))
+        self.entropy_top_k = entropy_top_k
 
     def sampling_params(self, request: Request, prompt_tokens: int) -> Any:  # -> vllm.SamplingParams
         """vLLM's sampling settings for `request` (also used by the GPU benchmark, for the same work)."""
@@ -47,7 +55,7 @@ class VLLMPolicy(ChatTokens):
             stop_token_ids=sorted(self.chat.end_ids),
             include_stop_str_in_output=True,  # the text stays exactly the decoded ids
             seed=sampling.seed,
-            logprobs=0,  # the sampled token's own logprob
+            logprobs=self.entropy_top_k,  # the top-k and the sampled token's own logprob
         )
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
@@ -68,9 +76,11 @@ class VLLMPolicy(ChatTokens):
                 continue
             for sample in by_request[i].outputs:
                 ids = list(sample.token_ids)
-                logprobs = [
-                    step[token].logprob for step, token in zip(sample.logprobs or [], ids, strict=False)
-                ]
+                steps = sample.logprobs or []  # per position {token id: Logprob}: top-k and the sampled
+                logprobs = [step[token].logprob for step, token in zip(steps, ids, strict=False)]
+                entropies = None
+                if self.entropy_top_k and len(steps) == len(ids):
+                    entropies = tuple(topk_entropy(lp.logprob for lp in step.values()) for step in steps)
                 completions.append(
                     Completion(
                         self.chat.completion_text(ids),
@@ -78,6 +88,7 @@ class VLLMPolicy(ChatTokens):
                         prompt_ids=tuple(prompts[i]),
                         completion_ids=tuple(ids),
                         logprobs=tuple(logprobs) if len(logprobs) == len(ids) else None,
+                        entropies=entropies,
                         prompt_tokens=len(prompts[i]),
                         completion_tokens=len(ids),
                     )

@@ -337,7 +337,10 @@ class Episode:
             self.trajectory.tokens = None
             return
         tokens.append(prompt[len(so_far) :], sampled=False)  # the observation
-        tokens.append(completion.completion_ids, sampled=True, logprobs=completion.logprobs)
+        ids, entropies = completion.completion_ids, completion.entropies
+        if entropies is not None and len(entropies) != len(ids):
+            entropies = None  # estimates that do not line up with the ids are no data
+        tokens.append(ids, sampled=True, logprobs=completion.logprobs, entropies=entropies)
 
     def _append_observation_tokens(self) -> None:
         """Encode the last observation once another turn follows it (a final one is never encoded)."""
