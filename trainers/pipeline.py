@@ -44,7 +44,9 @@ from gfcr.core import Controller, Decision, EnvConfig, EpisodeSpec, Policy, Repl
 from gfcr.core.admission import RESOURCES, add_waits
 from gfcr.core.hooks import branch_points
 from gfcr.filter import JudgeStage, OverlongPenalty
+from gfcr.filter.entropy import mean_token_entropy
 from gfcr.filter.indicators import batch_indicators, zero_variance
+from gfcr.filter.semantic import semantic_entropy
 from gfcr.generate import BranchTokens, GuidedPolicy, group_by_task, round_seed
 from gfcr.trainers.batching import Sample, samples_from_groups
 from gfcr.trainers.config import PipelineConfig
@@ -341,6 +343,11 @@ class RolloutPipeline:
             metrics[f"judge/{name}_mean"] = float(np.mean(parts)) if parts else 0.0
         if self.judge.gates:
             metrics["judge/gated_share"] = float(np.mean(["gate" in t.reward_terms for t in trained] or [0]))
+        spread = [semantic_entropy(group) for group in batch.groups.values()]  # in meaning, nats
+        metrics["judge/semantic_entropy_mean"] = float(np.mean(spread)) if spread else 0.0
+        entropy = mean_token_entropy(generated)  # None where the policy reports no entropies
+        if entropy is not None:
+            metrics["generate/entropy_mean"] = entropy
         return metrics | rollout_metrics(batch)
 
     def state_dict(self) -> dict[str, int]:

@@ -41,6 +41,7 @@ THRESHOLDS: dict[str, tuple[float, float, float]] = {
     "straggler_ratio": (5.0, 10.0, 30.0),  # slowest episode's seconds over the median's
     "idle_share": (0.25, 0.5, 0.75),  # of episodes' wall time: neither in the policy nor the env
     "replay_lag": (2.0, 4.0, 8.0),  # mean policy-version lag of replayed samples
+    "entropy_drop": (0.5, 0.75, 0.9),  # 1 - late / early mean token entropy over training
 }
 
 

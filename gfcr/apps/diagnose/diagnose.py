@@ -19,6 +19,7 @@ from gfcr.apps.diagnose.calibrate import Calibration, calibrate
 from gfcr.apps.diagnose.card import card
 from gfcr.apps.diagnose.criteria import criteria, criteria_by_run
 from gfcr.apps.diagnose.data import RunData, load_run
+from gfcr.apps.diagnose.entropy import entropy_collapse
 from gfcr.apps.diagnose.groups import wasted_compute, zero_variance_groups
 from gfcr.apps.diagnose.length import length_inflation
 from gfcr.apps.diagnose.pathology import PATHOLOGIES, Pathology, worst
@@ -31,7 +32,7 @@ __all__ = ["Diagnosis", "diagnose", "load_run"]
 
 @dataclass
 class Diagnosis:
-    """The six pathologies (in the index's order) and the criteria, the card among them.
+    """The pathologies (in the index's order) and the criteria, the card among them.
 
     An evaluation of several runs (a bench report's agents) is diagnosed run by run: `runs` holds
     each run's pathologies, and `pathologies` each one's worst severity over the runs (evidence
@@ -110,6 +111,7 @@ def _pathologies(
         noisy_signals(data, rejudged, calibrated),
         wasted_compute(data),
         stale_replay(data),
+        entropy_collapse(data),
     ]
 
 

@@ -24,6 +24,7 @@ PATHOLOGIES = (
     "noisy_signals",
     "wasted_compute",
     "stale_replay",
+    "entropy_collapse",
 )
 RANK = {"none": 0, "low": 1, "medium": 2, "high": 3, "not_measurable": -1}
 

@@ -130,6 +130,10 @@ def headline(p: Pathology) -> str:
             if e.get("replayed")
             else str(e.get("note", "buffer: " + show(e.get("buffer"))))
         ),
+        "entropy_collapse": lambda: (
+            f"token entropy {e['early_entropy']:.3f} → {e['late_entropy']:.3f} nats "
+            f"({e['entropy_drop']:.0%} drop; {e['source']})"
+        ),
     }
     return lines[p.name]()
 
