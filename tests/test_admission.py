@@ -5,6 +5,7 @@ a trajectory's cost and its JSON."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import uuid
@@ -149,8 +150,17 @@ def test_wait_seconds_round_trip_in_jsonl_and_old_lines_still_load():
     assert Trajectory.from_dict(old).cost == Cost()  # nothing queued, as far as anyone knows
 
 
+class HeldJudge(HeldPolicy):
+    """A held policy that answers as a judge: full marks, on the verdict line the prompt asks for."""
+
+    def generate(self, requests):
+        super().generate(requests)
+        tags = [re.search(r"one line `(VERDICT \w+):", r.messages[-1].content)[1] for r in requests]
+        return [Completion(f"Fine.\n{tag}: 1") for tag in tags]
+
+
 def test_judges_of_one_model_share_its_gate_and_a_verdict_queued_too_long_is_the_judges_failure():
-    model = HeldPolicy("Fine.\nSCORE: 1")
+    model = HeldJudge("")
     admission = AdmissionConfig(max_concurrency=1, queue_timeout_s=0.2)
     first, second = LLMJudge(model, admission=admission), LLMJudge(model, admission=admission)
     task = Task("t", "2+2?", gold="4")
@@ -158,8 +168,8 @@ def test_judges_of_one_model_share_its_gate_and_a_verdict_queued_too_long_is_the
     other = Trajectory("e", "t", "2+2?", [Step("5", "", 0.0, True, False)])  # not in the cache
     busy, out = in_thread(lambda: first.verify(task, answered))
     assert model.entered.wait(30)
-    with pytest.raises(QueueTimeoutError, match="judge queue timeout"):
-        second.verify(task, other)  # the other judge, same model: the same queue
+    queued = second.verify(task, other)  # the other judge, same model: the same queue
+    assert queued.signals["judge_failure"] and "judge queue timeout" in queued.signals["judge_error"]
     model.release.set()
     busy.join(30)
     assert out["result"].passed  # type: ignore[union-attr]

@@ -6,7 +6,9 @@
 - The judge stage (`JudgeStage`, `[judge]` = `JudgeConfig`): the training reward composed of
   `RewardTerm`s scored over each group (`EnvReward`, `MajorityVote`, `ShorterBetter`,
   `LengthPenalty`, `OverlongPenalty`, judges), weighted and gated, recorded per term.
-- `LLMJudge`: a verifier backed by any chat model, policy or policy spec (`PolicyChat`), with a cache.
+- `LLMJudge`: a pointwise grader backed by any chat model, policy or policy spec (`PolicyChat`:
+  cached, deadlined, concurrency-limited); `GroupJudge` ranks a group's responses against each
+  other (listwise, pairwise); a judge that fails gives no score (`judge_failure`), never 0.
 - `ProcessScorer` and `ProcessScoreHook`: step-level scores written into each step's signals
   through the runner's Filter hook.
 - Training signals: `group_advantages` (GRPO, Dr. GRPO, RLOO) and `overlong_penalty` (DAPO).
@@ -29,6 +31,7 @@ from gfcr.filter.compose import (
     Weighted,
 )
 from gfcr.filter.config import JudgeConfig
+from gfcr.filter.group_judge import GroupJudge
 from gfcr.filter.judge import LLMJudge
 from gfcr.filter.process import ProcessScoreHook, ProcessScorer
 from gfcr.filter.rubric import Criterion, Rubric
@@ -40,6 +43,7 @@ __all__ = [
     "ChatModel",
     "Criterion",
     "EnvReward",
+    "GroupJudge",
     "JudgeConfig",
     "JudgeStage",
     "LLMJudge",

@@ -14,7 +14,6 @@ from gfcr.envs.math import MathVerifier
 from gfcr.errors import ConfigError, UnknownNameError
 from gfcr.filter import (
     LengthPenalty,
-    LLMJudge,
     MajorityVote,
     ProcessScoreHook,
     Rubric,
@@ -114,57 +113,6 @@ def test_group_terms_majority_vote_and_kimi_length_penalty():
         lam = 0.5 - (n - lo) / (hi - lo)
         expected.append(lam if t.total_reward >= 1 else min(0.0, lam))
     assert LengthPenalty().scores(Task("t", "?"), group) == pytest.approx(expected)
-
-
-def test_llm_judge_caches_by_prompt_and_scores_unreadable_replies_zero():
-    replies = iter(["I think SCORE: 0.3 no wait\nSCORE: 1", "no score here"])
-    calls = []
-
-    def model(messages):
-        calls.append(messages)
-        return next(replies)
-
-    cache: dict[str, float] = {}
-    judge = LLMJudge(model, cache=cache)
-    task = Task("t", "Name a prime.", gold="7")
-    first = judge.verify(task, one_step("7"))
-    assert first.reward == 1.0 and first.passed and len(cache) == 1
-    assert judge.verify(task, one_step("7")) == first and len(calls) == 1
-    assert "Reference answer:\n7" in calls[0][1].content
-    unreadable = judge.verify(task, one_step("9"))
-    assert unreadable.reward == 0.0 and unreadable.signals["judge_unparsed"] and len(calls) == 2
-    with pytest.raises(ConfigError):
-        LLMJudge(model, pass_at=2.0)
-
-
-def test_llm_judge_runs_on_a_policy_object_or_a_policy_spec():
-    from gfcr.core.policy import Completion
-
-    class Grader:
-        name, version = "test:grader", "1"
-        seen: list = []
-
-        def __init__(self, score: float = 0.75) -> None:
-            self.score = score
-
-        def generate(self, requests):
-            self.seen.extend(requests)
-            return [Completion(f"Correct.\nSCORE: {self.score}") for _ in requests]
-
-    task, cache = Task("t", "Name a prime.", gold="7"), {}
-    verdict = LLMJudge(Grader(), cache=cache).verify(task, one_step("7"))
-    assert (verdict.reward, verdict.passed) == (0.75, True)
-    other = Grader(0.25)
-    other.version = "2"
-    assert LLMJudge(other, cache=cache).verify(task, one_step("7")).reward == 0.25  # its own cache entry
-    request = Grader.seen[0]
-    assert request.sampling.temperature == 0.0 and "Response:\n7" in request.messages[-1].content
-    junk = LLMJudge("scripted:random").verify(task, one_step("7"))  # a spec, resolved by gfcr.agents
-    assert junk.signals["judge_score"] == junk.reward and 0.0 <= junk.reward <= 1.0
-    with pytest.raises(UnknownNameError):
-        LLMJudge("gpt:nonsense")
-    with pytest.raises(ConfigError, match="chat model, a policy or a policy spec"):
-        LLMJudge(42)
 
 
 def test_process_score_hook_writes_each_steps_signal():

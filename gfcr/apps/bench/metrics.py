@@ -7,7 +7,9 @@
   C(c, k) / C(n, k), averaged over tasks — how reliably an agent solves a task, not whether once.
 
 An episode is solved when it ran to its end and earned total reward ≥ 1.0; an episode that
-infrastructure failed counts as unsolved and is listed under its failure reason.
+infrastructure failed counts as unsolved and is listed under its failure reason. An episode that
+ran to its end but whose verdict the infrastructure failed (`NOT_THE_AGENTS`: the LLM user, or an
+LLM judge, failed) is listed under that signal and left out of pass@k and pass^k.
 
 >>> round(pass_at_k(n=10, c=3, k=1), 3), round(pass_at_k(10, 3, 5), 3), round(pass_hat_k(10, 3, 2), 3)
 (0.3, 0.917, 0.067)
@@ -25,7 +27,12 @@ from typing import Any
 from gfcr.agents.runner.episode import episode_solved
 from gfcr.core import Trajectory
 from gfcr.core.admission import add_waits
+from gfcr.filter.compose import JUDGE_FAILURE
 from gfcr.filter.indicators import cut_turns
+
+# Signals of a verdict that is not the agent's: the simulated user failed (gfcr/Dialogue-v0), or the
+# LLM judge raised, missed its deadline or answered nothing parsable (gfcr.filter.judge).
+NOT_THE_AGENTS = ("simulator_failure", JUDGE_FAILURE)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -39,9 +46,13 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
 
 
 def outcome(trajectory: Trajectory) -> str:
-    """ "solved", "unsolved", "truncated", or the failure reason of an infrastructure failure."""
+    """ "solved", "unsolved", "truncated", the failure reason of an infrastructure failure, or the
+    signal (`NOT_THE_AGENTS`) of a verdict that failed."""
     if trajectory.status == "failed":
         return (trajectory.failure or "failed").split(":", 1)[0]
+    for signal in NOT_THE_AGENTS:
+        if trajectory.signals.get(signal):
+            return signal
     if episode_solved(trajectory):
         return "solved"
     truncated = bool(trajectory.steps) and trajectory.steps[-1].truncated
@@ -106,7 +117,8 @@ def score(by_task: Mapping[Any, Sequence[Trajectory]], k: int = 1) -> Scores:
         turns=sum(len(t.steps) for t in everything),
         cut_turns=sum(cut_turns(t) for t in everything),
     )
-    counts = [(len(samples), sum(episode_solved(t) for t in samples)) for samples in by_task.values()]
+    judged = [[t for t in samples if outcome(t) not in NOT_THE_AGENTS] for samples in by_task.values()]
+    counts = [(len(samples), sum(episode_solved(t) for t in samples)) for samples in judged]
     for j in range(1, k + 1):
         eligible = [(n, c) for n, c in counts if n >= j]
         if eligible:
