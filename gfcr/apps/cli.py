@@ -317,6 +317,18 @@ def diagnose(
     calibrate_tasks: Annotated[
         int, typer.Option(min=1, help="Tasks per env played when calibrating (the first distinct ones).")
     ] = 20,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            help="With --calibrate: also show the gold and junk episodes to this judge (a policy spec: "
+            "hf:PATH, vllm:PATH, openai:MODEL@URL) and measure it against the verifier: agreement, "
+            "false passes on junk, failures (never scored 0)."
+        ),
+    ] = None,
+    judge_mode: Annotated[
+        str, typer.Option(help="How --judge judges: pointwise | listwise | pairwise ([judge.llm] mode).")
+    ] = "pointwise",
+    judge_max_tokens: Annotated[int, typer.Option(min=1, help="Tokens --judge may write per reply.")] = 512,
     env_arg: EnvArgs = None,
     fail_on: Annotated[
         str | None, typer.Option(help="Exit 1 if a pathology is at least this severe: low | medium | high.")
@@ -328,15 +340,25 @@ def diagnose(
     from gfcr.apps.diagnose import load_run
     from gfcr.apps.diagnose.pathology import RANK
     from gfcr.apps.diagnose.render import print_terminal, write_html
+    from gfcr.filter.judge_config import LLMJudgeConfig
 
     with exit_on_error():
         if fail_on is not None and fail_on not in ("low", "medium", "high"):
             raise ConfigError(f"--fail-on must be low, medium or high, got {fail_on!r}")
+        if judge is not None and not calibrate:
+            raise ConfigError("--judge is measured on the calibration episodes: add --calibrate")
+        term = (
+            LLMJudgeConfig(model=judge, mode=judge_mode, max_tokens=judge_max_tokens).build()
+            if judge is not None
+            else None
+        )
         data = load_run(runs, parse_env_args(env_arg or []))
         result = run_diagnose(
             data,
             reverify_repeats=repeats if reverify else 0,
             calibrate_tasks=calibrate_tasks if calibrate else 0,
+            judge=term,
+            judge_name=f"{judge}, {judge_mode}",
         )
         index = write_html(result, html) if html is not None else None
     if as_json:

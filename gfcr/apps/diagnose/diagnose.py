@@ -26,6 +26,7 @@ from gfcr.apps.diagnose.pathology import PATHOLOGIES, Pathology, worst
 from gfcr.apps.diagnose.reverify import Reverification, reverify
 from gfcr.apps.diagnose.signals import noisy_signals, reward_hacking
 from gfcr.apps.diagnose.staleness import stale_replay
+from gfcr.filter.compose import RewardTerm
 
 __all__ = ["Diagnosis", "diagnose", "load_run"]
 
@@ -66,12 +67,15 @@ def diagnose(
     *,
     reverify_repeats: int = 0,
     calibrate_tasks: int = 0,
+    judge: RewardTerm | None = None,
+    judge_name: str = "judge",
     suite_fingerprint: str | None = None,
 ) -> Diagnosis:
     """Grade every pathology of `data`; with `reverify_repeats` > 0 every finished episode is first
     re-judged that many times by its env's verifier (a second verifier over the same work); with
     `calibrate_tasks` > 0 that verifier judges the gold and a junk episode of up to that many
-    tasks per env (`calibrate`).
+    tasks per env (`calibrate`), and so does `judge` if given (its agreement with the verifier,
+    false passes and failures: `criteria["judge_calibration"]`).
 
     Several runs of an evaluation (a bench report's agents, several files) are diagnosed each
     alone: an oracle's all-pass groups say nothing about a random agent's. A training out_dir is
@@ -86,7 +90,13 @@ def diagnose(
             episode_kwargs=data.episode_kwargs,
         )
     if calibrate_tasks > 0 and data.trajectories:
-        calibrated = calibrate(data.runs, max_tasks=calibrate_tasks, env_kwargs=data.env_kwargs)
+        calibrated = calibrate(
+            data.runs,
+            max_tasks=calibrate_tasks,
+            env_kwargs=data.env_kwargs,
+            judge=judge,
+            judge_name=judge_name,
+        )
     runs: dict[str, list[Pathology]] = {}
     if len(data.runs) > 1 and not data.training:
         for run in data.runs:
@@ -97,6 +107,8 @@ def diagnose(
     report = criteria(data, rejudged, calibrated)
     if len(data.runs) > 1:  # several agents or files: each alone too, since pooled scores mix them
         report["by_run"] = criteria_by_run(data, rejudged, calibrated)
+    if calibrated is not None and calibrated.judge is not None:
+        report["judge_calibration"] = calibrated.judge.to_dict()
     report["card"] = card(data, suite_fingerprint=suite_fingerprint)
     return Diagnosis(pathologies, report, data.sources, runs)
 

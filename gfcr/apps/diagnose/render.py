@@ -21,6 +21,7 @@ from gfcr.apps.bench.bench import _slug
 from gfcr.apps.bench.templates import STYLE
 from gfcr.apps.diagnose import templates
 from gfcr.apps.diagnose.diagnose import Diagnosis
+from gfcr.apps.diagnose.judge_calibration import judge_table
 from gfcr.apps.diagnose.pathology import Pathology
 from gfcr.core import read_jsonl
 from gfcr.version import __version__
@@ -187,6 +188,8 @@ def terminal(diagnosis: Diagnosis) -> Group:
     parts.append(criteria)
     if "by_run" in diagnosis.criteria:
         parts.append(_by_run_table(diagnosis.criteria["by_run"]))
+    if "judge_calibration" in diagnosis.criteria:
+        parts.append(judge_table(diagnosis.criteria["judge_calibration"]))
     card = diagnosis.criteria["card"]
     work = card["work"]
     seeds = show(card["seeds"])
