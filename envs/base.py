@@ -43,6 +43,7 @@ from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S, StepBu
 from gfcr.envs.spaces import UnicodeText
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import ConfigError, EpisodeError, GfcrError, ToolError
+from gfcr.filter.process import ProcessScorer
 
 DEFAULT_MAX_ACTION_CHARS = 32_768  # a long chain of thought and a program fit; a runaway loop does not
 DEFAULT_MAX_OBSERVATION_CHARS = 65_536  # what a tool result or a page may put in the context at once
@@ -79,6 +80,9 @@ class TextEnv(gym.Env[str, str]):
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}  # gymnasium.Env declares it per instance
     signal_defaults: ClassVar[Signals] = {"format_ok": False}
+    # The family's rule-based process scorer, where the env can tell a step's progress from its
+    # signals (`[judge.process] scorer = "rules"`; see gfcr.filter.process); None: it cannot.
+    process_rules: ClassVar[ProcessScorer | None] = None
 
     def __init__(
         self,

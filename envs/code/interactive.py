@@ -7,22 +7,27 @@ without a tool call that holds a ```python block counts as its submission. Rewar
 hidden test passes; 0.0 otherwise, and when the turn limit or a step past its tool budget
 (`max_tool_calls`, `step_time_s`; a call still running at the deadline is stopped) ends the episode first.
 
-Signals: those of `gfcr/Code-v0`, plus `submitted`.
+Signals: those of `gfcr/Code-v0`, plus `submitted`, and on a step that ran the visible tests
+`tests_run` and `visible_pass_fraction` (the best share passing among the step's `run_tests`
+calls), which the family's process rule reads (`process_rules`: progress in that share).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from gfcr.core import Action, Message, Task, ToolSpec
+from gfcr.core.trajectory import Signals
 from gfcr.envs.base import Outcome
 from gfcr.envs.code.env import CodeEnv, _reference
 from gfcr.envs.code.extract import extract_code
 from gfcr.envs.code.grading import grade
 from gfcr.envs.code.verifier import summary
 from gfcr.errors import SandboxError, ToolError
+from gfcr.filter.process import ProcessScorer, ProgressScorer
 from gfcr.sandboxes import Session
 from gfcr.sandboxes.tools import call_limits, format_result
 
@@ -30,6 +35,11 @@ TOOL_HINT = (
     "\n\nYou may call run_python(code) to run code in a persistent Python session, run_tests(code) to run "
     "the visible tests, and must finish with submit(code): the complete solution, graded on hidden tests."
 )
+
+
+def visible_tests_level(signals: Signals) -> float | None:
+    """The level a step reached: the share of visible tests passing, on a step that ran them."""
+    return float(signals["visible_pass_fraction"]) if signals.get("tests_run") else None
 
 
 class CodeInteractiveEnv(CodeEnv):
@@ -44,7 +54,15 @@ class CodeInteractiveEnv(CodeEnv):
     (1.0, True)
     """
 
-    signal_defaults: ClassVar[dict[str, float | bool]] = {**CodeEnv.signal_defaults, "submitted": False}
+    signal_defaults: ClassVar[dict[str, float | bool]] = {
+        **CodeEnv.signal_defaults,
+        "submitted": False,
+        "tests_run": False,
+        "visible_pass_fraction": 0.0,
+    }
+    # The family's process rule (`[judge.process] scorer = "rules"`): a step scores its progress in
+    # the share of visible tests passing, so re-running the tests without a better program pays nothing.
+    process_rules: ClassVar[ProcessScorer | None] = ProgressScorer(visible_tests_level)
 
     def __init__(self, dataset: str = "humaneval", *, max_turns: int = 10, **kwargs: Any) -> None:
         super().__init__(dataset, max_turns=max_turns, **kwargs)
@@ -52,6 +70,7 @@ class CodeInteractiveEnv(CodeEnv):
         self.tools = {tool.name: tool for tool in tools}
         self._session: Session | None = None
         self._cells: list[str] = []
+        self._visible: float | None = None  # the best visible share of this step's run_tests calls
 
     # -- the tools ----------------------------------------------------------------------------
 
@@ -101,6 +120,7 @@ class CodeInteractiveEnv(CodeEnv):
             raise ToolError(f"run_tests: the sandbox failed: {e}") from e
         if report.total == 0:
             return "This task has no visible tests."
+        self._visible = max(self._visible or 0.0, report.fraction)
         lines = [summary(report, "visible"), *report.failures[:10]]
         if report.stderr and not report.all_passed:
             lines.append("[stderr]\n" + report.stderr[-1500:])
@@ -127,7 +147,12 @@ class CodeInteractiveEnv(CodeEnv):
                 return Outcome("submit() needs the argument code (a string).", signals={"format_ok": False})
             return self._final(f"```python\n{code}\n```")
         if action.tool_calls:
-            return self.run_tools(action)
+            self._visible = None
+            outcome = self.run_tools(action)
+            if self._visible is None:
+                return outcome
+            tested = {"tests_run": True, "visible_pass_fraction": self._visible}
+            return replace(outcome, signals={**outcome.signals, **tested})
         if extract_code(action.text) is not None:
             return self._final(action.text)
         return Outcome("Call run_python, run_tests or submit(code) — submit ends the episode.")

@@ -10,7 +10,10 @@ as a multiset, in order when the gold has an outermost ORDER BY, columns in any 
 within `float_tol`, 1e-9 relative), else 0.0 — a failing, refused or missing query, the turn limit,
 or a step whose tool calls go past its budget (`max_tool_calls`, `step_time_s`: the episode is truncated).
 Signals: `format_ok` (the action could be used: a tool call, or an SQL block in single-turn
-mode), `executed` (its query ran), `match`, `turns` (turns taken so far). The grading is
+mode), `executed` (its query ran), `match`, `turns` (turns taken so far); on a step that called
+`execute_sql`, `explored` and `explored_level`: how close its best query came to the gold result
+(1.0 the same result, 0.5 the gold's columns and at least one of its rows, 0.0 otherwise or an
+error), which the family's process rule reads (`process_rules`: progress in that level). The grading is
 `SQLVerifier`'s, which also re-judges saved trajectories offline.
 """
 
@@ -23,16 +26,19 @@ from typing import ClassVar, Literal
 
 from gfcr.core import Action, Message, Task, ToolSpec
 from gfcr.core.tools import time_left
+from gfcr.core.trajectory import Signals
 from gfcr.envs.base import DEFAULT_MAX_ACTION_CHARS, DEFAULT_MAX_OBSERVATION_CHARS, Outcome, TextEnv
 from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S
 from gfcr.envs.sql.data.catalog import EngineSpec, questions_for, schema_prompt
 from gfcr.envs.sql.data.questions import SQLQuestion
 from gfcr.envs.sql.engines.database import DEFAULT_TIMEOUT_S, Database
-from gfcr.envs.sql.matching import FLOAT_TOL
+from gfcr.envs.sql.engines.normalize import normalize_rows
+from gfcr.envs.sql.matching import FLOAT_TOL, match_normalized, shares_a_row
 from gfcr.envs.sql.prompt import ENGINE_NAMES, render_result
 from gfcr.envs.sql.verifier import SQLVerifier, extract_sql
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import ConfigError, QueryError
+from gfcr.filter.process import ProcessScorer, ProgressScorer
 
 Mode = Literal["multi_turn", "single_turn"]
 MULTI_TURN_HINT = (
@@ -41,6 +47,11 @@ MULTI_TURN_HINT = (
     "only the submitted query is graded, and you can submit once."
 )
 SINGLE_TURN_HINT = "Answer with one {engine} SELECT statement in a ```sql code block; its result is graded."
+
+
+def explored_level(signals: Signals) -> float | None:
+    """The level a step reached: how close its explored queries came to the gold result."""
+    return float(signals["explored_level"]) if signals.get("explored") else None
 
 
 class SQLEnv(TextEnv):
@@ -62,7 +73,13 @@ class SQLEnv(TextEnv):
         "executed": False,
         "match": False,
         "turns": 0,
+        "explored": False,
+        "explored_level": 0.0,
     }
+    # The family's process rule (`[judge.process] scorer = "rules"`): a step scores its progress in
+    # how close its queries came to the gold result; the right columns alone, or the same query
+    # again, pay nothing.
+    process_rules: ClassVar[ProcessScorer | None] = ProgressScorer(explored_level)
 
     def __init__(
         self,
@@ -114,6 +131,7 @@ class SQLEnv(TextEnv):
         )
         self._verdict: Outcome | None = None  # set by submit_sql during a step
         self._executed = False  # whether the step's last execute_sql ran
+        self._explored: float | None = None  # the best level of the step's execute_sql calls
 
     # -- tasks and prompts ---------------------------------------------------------------------
 
@@ -177,9 +195,21 @@ class SQLEnv(TextEnv):
             result = self.database().execute(query, max_rows=10_000, timeout_s=time_left(self.timeout_s))
         except QueryError as e:
             self._executed = False
+            self._explored = self._explored or 0.0
             return f"Error: {e}"
         self._executed = True
+        self._explored = max(self._explored or 0.0, self._level(result.rows, result.truncated))
         return render_result(result, self.max_rows)
+
+    def _level(self, rows: Sequence[Sequence[object]], truncated: bool) -> float:
+        """1.0 for the gold's result, 0.5 for its columns with one of its rows at least, else 0.0."""
+        assert self.task is not None
+        gold = self.database().gold(self.task.gold)
+        pred = normalize_rows(rows)
+        ordered, tol = gold.ordered, self.float_tol
+        if not truncated and match_normalized(pred, gold.rows, order_matters=ordered, float_tol=tol):
+            return 1.0
+        return 0.5 if shares_a_row(pred, gold.rows) else 0.0
 
     def submit_sql(self, query: str) -> str:
         """Submit your final answer: one SELECT statement whose result answers the question. Ends the episode.
@@ -208,7 +238,7 @@ class SQLEnv(TextEnv):
         submit = next((i for i, call in enumerate(calls) if call.name == "submit_sql"), None)
         if submit is not None:  # calls after the first submission are not run
             calls = calls[: submit + 1]
-        self._verdict, self._executed = None, False
+        self._verdict, self._executed, self._explored = None, False, None
         outcome = self.run_tools(Action(action.text, calls))
         if self._verdict is not None:
             return Outcome(
@@ -218,9 +248,10 @@ class SQLEnv(TextEnv):
                 signals=self._verdict.signals,
                 messages=outcome.messages,
             )
+        explored = {} if self._explored is None else {"explored": True, "explored_level": self._explored}
         return Outcome(
             outcome.observation,
-            signals={"format_ok": True, "executed": self._executed},
+            signals={"format_ok": True, "executed": self._executed, **explored},
             messages=outcome.messages,
         )
 

@@ -55,6 +55,22 @@ def results_match(
     )
 
 
+def shares_a_row(pred: Sequence[Row], gold: Sequence[Row]) -> bool:
+    """Whether a result has the gold's number of columns and at least one of its rows, the columns
+    in any order (a row's values compared as a multiset, exactly, after normalisation): a query
+    that is partly right, not one that only names the right columns.
+
+    >>> shares_a_row([("AC/DC", 1), ("x", 9)], [(1, "AC/DC"), (2, "Accept")])
+    True
+    >>> shares_a_row([(None, None)], [(1, "AC/DC")]), shares_a_row([(1,)], [(1, "AC/DC")])
+    (False, False)
+    """
+    if not pred or not gold or len(pred[0]) != len(gold[0]):
+        return False
+    rows = {tuple(sorted(row, key=_value_key)) for row in gold}
+    return any(tuple(sorted(row, key=_value_key)) in rows for row in pred)
+
+
 def match_normalized(pred: list[Row], gold: list[Row], *, order_matters: bool, float_tol: float) -> bool:
     """`results_match` on rows already normalised (`normalize_rows`): the env caches the gold's."""
     if len(pred) != len(gold):

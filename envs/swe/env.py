@@ -14,7 +14,11 @@ Signals: `format_ok`, `submitted`, `resolved`, `patch_applied`, `fail_to_pass` a
 (shares of those tests passing), `touched_tests` (the diff changed files the verdict does not
 take: tests, pytest configuration, packaging metadata, new top-level modules; see
 `gfcr.envs.swe.policy`), `tampered` (a canary test that must fail passed beside them: the
-library code tampered with pytest; not resolved). The final step's `info["state"]` holds the diff
+library code tampered with pytest; not resolved); on a step that ran `run_tests`, `tests_run` and
+`fail_to_pass_run`: the share of the task's fail-to-pass tests that passed in the agent's own run
+(0.0 while its changes touch what a verdict leaves out: then its run proves nothing), which the
+family's process rule reads (`process_rules`: progress in that share). The final step's
+`info["state"]` holds the diff
 as `{"patch": …}` for `SWEVerifier` (a diff over the size cap is summarised instead, and refused).
 """
 
@@ -27,13 +31,16 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from gfcr.core import Action, Message, Task, ToolSpec
+from gfcr.core.trajectory import Signals
 from gfcr.envs.base import DEFAULT_MAX_ACTION_CHARS, Outcome, TextEnv
 from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S
+from gfcr.envs.swe import diffs
 from gfcr.envs.swe.data import load_tasks, snapshot_of
-from gfcr.envs.swe.evaluation import Resolution, test_file
+from gfcr.envs.swe.evaluation import Resolution, prepare, test_file
 from gfcr.envs.swe.verifier import SWEVerifier, final_state
 from gfcr.envs.swe.workspace import Workspace
 from gfcr.errors import SandboxError, ToolError
+from gfcr.filter.process import ProcessScorer, ProgressScorer
 from gfcr.sandboxes import Sandbox
 
 INSTRUCTIONS = (
@@ -42,6 +49,11 @@ INSTRUCTIONS = (
     "project's own tests. You have {turns} turns; on the last one your changes are submitted as they are."
 )
 MAX_SHOWN_FAILURES = 10
+
+
+def fail_to_pass_level(signals: Signals) -> float | None:
+    """The level a step reached: the share of fail-to-pass tests passing, on a step that ran tests."""
+    return float(signals["fail_to_pass_run"]) if signals.get("tests_run") else None
 
 
 class SWEEnv(TextEnv):
@@ -69,7 +81,12 @@ class SWEEnv(TextEnv):
         "pass_to_pass": 0.0,
         "touched_tests": False,
         "tampered": False,
+        "tests_run": False,
+        "fail_to_pass_run": 0.0,
     }
+    # The family's process rule (`[judge.process] scorer = "rules"`): a step scores its progress in
+    # the fail-to-pass tests its own run saw pass; re-running them, or changing the tests, pays nothing.
+    process_rules: ClassVar[ProcessScorer | None] = ProgressScorer(fail_to_pass_level)
 
     def __init__(
         self,
@@ -111,6 +128,7 @@ class SWEEnv(TextEnv):
             render_mode=render_mode,
         )
         self.workspace: Workspace | None = None
+        self._fixed: float | None = None  # the best fail-to-pass share of this step's run_tests calls
 
     @property
     def sandbox(self) -> Sandbox:
@@ -197,6 +215,7 @@ class SWEEnv(TextEnv):
             raise ToolError(f"run_tests: cannot read tests={tests!r} ({e}); quote ids as in a shell") from e
         result = self._call("run_tests", paths=paths, pythonpath=list(snapshot_of(self.task).pythonpath))
         outcomes: dict[str, str] = result.get("outcomes", {})
+        self._fixed = max(self._fixed or 0.0, self._fail_to_pass_share(outcomes))
         failed = [test for test, outcome in outcomes.items() if outcome in ("failed", "error")]
         counts = {o: sum(v == o for v in outcomes.values()) for o in ("passed", "failed", "error", "skipped")}
         lines = [
@@ -209,6 +228,20 @@ class SWEEnv(TextEnv):
         if len(failed) > MAX_SHOWN_FAILURES:
             lines.append(f"… and {len(failed) - MAX_SHOWN_FAILURES} more failures")
         return "\n".join(lines)
+
+    def _fail_to_pass_share(self, outcomes: dict[str, str]) -> float:
+        """The share of the task's fail-to-pass tests passing in `outcomes` (those not run fail);
+        0.0 while the changes touch what a verdict leaves out (tests, pytest's configuration …)."""
+        assert self.task is not None and self.workspace is not None
+        task, tests = self.task, self.task.metadata["fail_to_pass"]
+        patches = {key: task.metadata.get(key, "") for key in ("setup_patch", "test_patch")}
+        try:
+            _, dropped = prepare(snapshot_of(task), self.workspace.patch, self._tests(task), **patches)
+        except diffs.PatchError:  # changes no verdict would take
+            return 0.0
+        if dropped or not tests:
+            return 0.0
+        return sum(outcomes.get(test) == "passed" for test in tests) / len(tests)
 
     def submit(self) -> str:
         """Hand in your changes to the repository; they are judged and the episode ends."""
@@ -231,8 +264,12 @@ class SWEEnv(TextEnv):
     def respond(self, action: Action) -> Outcome:
         calls = tuple(call for call in action.tool_calls if call.name != "submit")
         submitted = len(calls) < len(action.tool_calls)
+        self._fixed = None
         if calls:  # the other calls of a message run first, a submit among them last
             outcome = self.run_tools(replace(action, tool_calls=calls))
+            if self._fixed is not None:
+                tested = {"tests_run": True, "fail_to_pass_run": self._fixed}
+                outcome = replace(outcome, signals={**outcome.signals, **tested})
         elif not submitted:
             outcome = Outcome("Use the tools to work on the repository, then call submit().")
         else:

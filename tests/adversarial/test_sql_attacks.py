@@ -131,7 +131,8 @@ def test_a_stopped_query_is_a_clear_observation_and_the_episode_goes_on(engine, 
     observation, reward, terminated, truncated, info = env.step(f"<tool_call>{json.dumps(call)}</tool_call>")
     assert time.monotonic() - started < 1.5 * LIMIT_S + MARGIN_S
     assert "time limit" in observation and reward == 0.0 and not (terminated or truncated)
-    assert info["signals"] == {"format_ok": True, "executed": False, "match": False, "turns": 1}
+    assert info["signals"] == {"format_ok": True, "executed": False, "match": False, "turns": 1,
+                               "explored": True, "explored_level": 0.0}  # fmt: skip
     answer = {"name": "submit_sql", "arguments": {"query": "SELECT COUNT(*) FROM Track"}}
     assert env.step(f"<tool_call>{json.dumps(answer)}</tool_call>")[1] == 1.0
 

@@ -74,7 +74,8 @@ def test_explore_then_submit(engine, pg_url):
     )
     assert obs.startswith("275 rows (first 20 shown)") and "AC/DC\nAccept" in obs
     assert (reward, terminated, truncated) == (0.0, False, False)
-    assert info["signals"] == {"format_ok": True, "executed": True, "match": False, "turns": 1}
+    assert info["signals"] == {"format_ok": True, "executed": True, "match": False, "turns": 1,
+                               "explored": True, "explored_level": 0.0}  # fmt: skip
     assert info["messages"][0].role == "tool" and info["messages"][0].name == "execute_sql"
 
     obs, *_, info = env.step(_call("execute_sql", "SELECT nope FROM Artist"))
@@ -89,7 +90,8 @@ def test_explore_then_submit(engine, pg_url):
     )
     obs, reward, terminated, truncated, info = env.step(_call("submit_sql", answer))
     assert (reward, terminated) == (1.0, True)
-    assert info["signals"] == {"format_ok": True, "executed": True, "match": True, "turns": 4}
+    assert info["signals"] == {"format_ok": True, "executed": True, "match": True, "turns": 4,
+                               "explored": False, "explored_level": 0.0}  # fmt: skip
 
 
 def test_a_wrong_or_failing_submission_ends_with_zero():
