@@ -103,6 +103,8 @@ def samples_from_groups(
     groups: Mapping[str, Sequence[Trajectory]],
     estimator: str = "grpo",
     reward: Callable[[Trajectory], float] | None = None,
+    *,
+    scale: Callable[[Sequence[Trajectory]], float] | None = None,
 ) -> list[Sample]:
     """Samples of every group (one task's trajectories), with per-token advantages of
     `reward(trajectory)` (None: the task reward; e.g. `OverlongPenalty.reward` to shape it):
@@ -112,6 +114,9 @@ def samples_from_groups(
     - a tree estimator ("treerl", "treerpo": `token_tree_advantages`) gives each token the
       advantage of its node in the tree of the group's token sequences (a prefix shared with a
       branch, or by chance with another sample, is one node valued by all the leaves under it).
+
+    With `scale` (SEED-GRPO's `gfcr.filter.seed_grpo.SeedGRPO.scale`), every advantage of a group
+    (its process part included) is multiplied by `scale(group)`.
 
     Trajectories with no sampled token (an episode that failed before the policy spoke) are left
     out after the advantages are computed, so they still count in their group's baseline.
@@ -138,6 +143,8 @@ def samples_from_groups(
             advantages = [by_id[t.id] for t in group]
         else:
             advantages = group_advantages(rewards, estimator).tolist()
+        if scale is not None and (factor := scale(group)) != 1.0:  # e.g. SEED-GRPO's damping
+            advantages = [a * factor if isinstance(a, float) else [x * factor for x in a] for a in advantages]
         for trajectory, r, advantage in zip(group, rewards, advantages, strict=True):
             if trajectory.tokens is not None and sum(trajectory.tokens.loss_mask) > 0:
                 samples.append(sample_from_trajectory(trajectory, advantage, r))

@@ -6,7 +6,7 @@ known ones. `[rollout]` is one flat table: the trainer's own keys (`backend`, `p
 `group_size`, `vllm_options`) and every setting of the runner it configures (`RunnerConfig`, its
 `SamplingParams` included: `max_tokens`, `temperature`, `concurrency` …), declared in the runner
 alone. The rollout pipeline's stages (`PipelineConfig`: `[control]`, `[generate]`, `[judge]`,
-`[overlong_penalty]`, `[replay]`) are declared in their modules and read the same way by TRL's
+`[overlong_penalty]`, `[replay]`, `[credit]`) are declared in their modules and read the same way by TRL's
 `rollout_func`, so one recipe configures both trainers.
 
 >>> cfg = TrainConfig.from_dict({"model": {"path": "runs/tiny"}, "env": {"id": "gfcr/ToolUse-v0"},
@@ -33,6 +33,7 @@ from gfcr.core.config import setting
 from gfcr.errors import ConfigError, UnknownNameError
 from gfcr.filter import JudgeConfig
 from gfcr.filter.indicators import THRESHOLDS
+from gfcr.filter.seed_grpo import SeedGRPO
 from gfcr.generate import GenerateConfig
 from gfcr.registry import import_modules
 from gfcr.trainers.batching import ESTIMATORS
@@ -229,6 +230,15 @@ class SFTConfig:
 
 
 @dataclass(frozen=True)
+class CreditSection:
+    """`[credit]`: the credit stage's options over the advantages `[loss] estimator` gives."""
+
+    seed_grpo: SeedGRPO = setting(
+        default_factory=SeedGRPO, help="SEED-GRPO: damp each group's advantages by its semantic entropy."
+    )
+
+
+@dataclass(frozen=True)
 class ReplaySection:
     enabled: bool = setting(False, "Keep rollouts in a replay buffer (out_dir/replay.db).")
     rescue: bool = setting(
@@ -267,6 +277,9 @@ class PipelineConfig:
         default_factory=OverlongPenaltyConfig, help="Filter's judge stage: DAPO's overlong reward shaping."
     )
     replay: ReplaySection = setting(default_factory=ReplaySection, help="Replay's keep stage: the buffer.")
+    credit: CreditSection = setting(
+        default_factory=CreditSection, help="Filter's credit stage: options over the advantages."
+    )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PipelineConfig:
@@ -279,7 +292,7 @@ class PipelineConfig:
         return cls.from_dict(read_toml(path))
 
 
-PIPELINE_SECTIONS = ("control", "generate", "judge", "overlong_penalty", "replay")
+PIPELINE_SECTIONS = ("control", "generate", "judge", "overlong_penalty", "replay", "credit")
 MOVED = {  # (section, key or None for all of it) -> where it is now
     ("rollout", "selector"): "[control] selector",
     ("dynamic_sampling", None): "[control] dynamic_sampling = true (filter_groups), oversample, max_rounds",

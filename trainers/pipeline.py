@@ -17,7 +17,8 @@ The survey's lifecycle is the shape of a step (DESIGN.md, "The rollout pipeline"
   `reward_terms`; an episode a judge could not score is a `judge_failure`, left out;
 - keep is Replay: every finished episode is stored, an all-failed group gets a stored correct
   response (AR3PO's rescue), old samples keep their behaviour logprobs;
-- credit is Filter: advantages per token (`samples_from_groups`, group or tree estimators).
+- credit is Filter: advantages per token (`samples_from_groups`, group or tree estimators), each
+  group's damped by its semantic entropy with SEED-GRPO (`[credit.seed_grpo]`).
 
 `RolloutPipeline.step()` runs choose → keep and returns a `StepBatch`; `credit(batch)` gives the
 bundled trainer its samples. TRL's `rollout_func` runs the same `step()` and leaves credit to TRL.
@@ -46,6 +47,7 @@ from gfcr.core.hooks import branch_points
 from gfcr.filter import JudgeStage, OverlongPenalty
 from gfcr.filter.entropy import mean_token_entropy
 from gfcr.filter.indicators import batch_indicators, zero_variance
+from gfcr.filter.seed_grpo import SeedGRPO
 from gfcr.filter.semantic import semantic_entropy
 from gfcr.generate import BranchTokens, GuidedPolicy, group_by_task, round_seed
 from gfcr.trainers.batching import Sample, samples_from_groups
@@ -120,12 +122,14 @@ class RolloutPipeline:
         judge: JudgeStage | None = None,
         replay: ReplaySink | None = None,
         rescue: bool = False,
+        seed_grpo: SeedGRPO | None = None,
         estimator: str = "grpo",
         seed: int = 0,
     ) -> None:
         self.controller, self.replay, self.rescue = controller, replay, rescue
         self.judge = judge or JudgeStage()
         self.estimator, self.seed = estimator, seed
+        self.seed_grpo = seed_grpo  # [credit.seed_grpo]: each group's advantages damped by its entropy
         self.tasks = list(tasks)
         self.templates: dict[str, EpisodeSpec] = {}  # task id -> the pool's first spec of it
         for spec in self.tasks:
@@ -186,6 +190,7 @@ class RolloutPipeline:
             judge=judge,
             replay=replay,
             rescue=rescue,
+            seed_grpo=config.credit.seed_grpo if config.credit.seed_grpo.enabled else None,
             estimator=estimator,
             seed=seed,
         )
@@ -212,7 +217,8 @@ class RolloutPipeline:
 
     def credit(self, batch: StepBatch) -> list[Sample]:
         """The credit stage: every kept episode as a sample with its per-token advantages."""
-        return samples_from_groups(batch.groups, self.estimator, self.reward)
+        scale = self.seed_grpo.scale if self.seed_grpo is not None else None
+        return samples_from_groups(batch.groups, self.estimator, self.reward, scale=scale)
 
     def sample(self, plan: Mapping[str, int]) -> list[Trajectory]:
         """One round of the generate stage: `plan[task]` samples of each task, with fresh seeds (the

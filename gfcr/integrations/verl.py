@@ -182,6 +182,7 @@ VERL_OWNS = {
     ("generate", "tree"): "veRL plays one unbranched episode per row",
     ("overlong_penalty", None): "veRL does this itself, with reward_model.overlong_buffer",
     ("replay", None): "veRL trains on-policy from its own rollouts",
+    ("credit", None): "veRL computes the advantages itself (algorithm.adv_estimator)",
 }
 
 

@@ -115,3 +115,18 @@ def test_sql_multi_turn_reads_the_submission_only():
         env.close()
     assert answer_of(submitted) == "SELECT 1"
     assert answer_of(explored) is None  # the episode has not ended on a submission
+
+
+def test_seed_grpo_factor_by_hand(math_env):
+    from gfcr.errors import ConfigError
+    from gfcr.filter.seed_grpo import SeedGRPO
+
+    group = math_group(math_env, ["\\boxed{1/2}", "\\boxed{0.5}", "\\boxed{3}", "\\boxed{4}"])
+    se = -(0.5 * math.log(0.5) + 2 * 0.25 * math.log(0.25))  # clusters of 2, 1 and 1 of 4
+    assert SeedGRPO(alpha=0.8).scale(group) == pytest.approx(1 - 0.8 * se / math.log(4))
+    assert SeedGRPO(alpha=2.0, shape="exponential").scale(group) == pytest.approx(
+        math.exp(-2 * se / math.log(4))
+    )
+    assert SeedGRPO().scale(math_group(math_env, ["\\boxed{7}"] * 4)) == 1.0  # all agree: the full update
+    with pytest.raises(ConfigError, match="alpha must be >= 0, and <= 1 with shape 'linear'"):
+        SeedGRPO(alpha=1.5)

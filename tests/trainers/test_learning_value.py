@@ -46,3 +46,23 @@ def test_gfcr_diagnose_reads_the_runs_entropy_trend(make_config):
     logged = [round(m["generate/entropy_mean"], 4) for m in history]
     assert [value for _, value in found.evidence["trend"]] == logged
     assert found.severity in ("none", "low", "medium", "high")  # measured, whatever two steps did
+
+
+def test_seed_grpo_damps_each_groups_advantages_by_its_semantic_entropy(make_config):
+    """[credit.seed_grpo]: Â = A · (1 - α · SE / ln G) per group, in the samples a real step trains on."""
+    from gfcr.filter.signals import group_advantages
+
+    alpha = 0.5
+    seed = {"seed_grpo": {"enabled": True, "alpha": alpha}}
+    trainer = Trainer(make_config(rollout={"prompts_per_step": 4, "group_size": 4}, credit=seed))
+    trainer.rl_step()
+    rollout = trainer.last_rollout
+    samples = trainer.pipeline.credit(rollout)  # what the step trained on (rollouts and credit are fixed)
+    expected, plain = [], []
+    for group in rollout.groups.values():
+        factor = 1 - alpha * entropy_by_hand(group) / math.log(len(group))
+        advantages = group_advantages([t.reward for t in group], "grpo")
+        plain += advantages.tolist()
+        expected += (advantages * factor).tolist()
+    assert [s.advantage for s in samples] == pytest.approx(expected)
+    assert any(abs(e) < abs(p) for e, p in zip(expected, plain, strict=True))  # some update was damped

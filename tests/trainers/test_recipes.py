@@ -17,6 +17,7 @@ from gfcr.trainers.config import PipelineConfig, read_toml
 
 RECIPES = sorted((Path(__file__).parents[2] / "examples" / "methods").glob("*.toml"))
 METHODS = {"grpo", "dr_grpo", "dapo", "greso", "vcrl", "vade", "sec", "ar3po", "treerl", "treerpo", "gspo"}
+METHODS |= {"seed_grpo"}  # the credit stage's
 TREES = {"treerl", "treerpo"}  # per-token credit from a tree: gfcr train only
 
 
@@ -45,8 +46,8 @@ def test_every_method_of_the_survey_that_gfcr_realises_has_a_recipe():
 
 def test_the_recipes_share_everything_but_their_method():
     """Side by side, they differ only in out_dir and the method's sections ([loss], [control],
-    [generate], [overlong_penalty], [replay])."""
-    method = {"out_dir", "loss", "control", "generate", "overlong_penalty", "replay"}
+    [generate], [overlong_penalty], [replay], [credit])."""
+    method = {"out_dir", "loss", "control", "generate", "overlong_penalty", "replay", "credit"}
     shared = [{k: v for k, v in read_toml(p).items() if k not in method} for p in RECIPES]
     assert all(s == shared[0] for s in shared)
     assert all(read_toml(p)["out_dir"] == f"runs/methods/{p.stem}" for p in RECIPES)
@@ -89,6 +90,10 @@ def test_the_recipe_runs_one_step_and_its_method_acts(path, tiny_model, parity_e
         case "treerl" | "treerpo":  # branches inside the turn, credited per token by the tree
             assert m["generate/branches"] > 0 and trainer.pipeline.estimator == name
             assert m["generate/episodes"] > trainer.pipeline.roots(4) * 2  # leaves beyond the roots
+        case "seed_grpo":  # the credit stage damps each group by its semantic entropy
+            seed_grpo = recipe.pipeline.credit.seed_grpo
+            assert seed_grpo.enabled and trainer.pipeline.seed_grpo == seed_grpo
+            assert "judge/semantic_entropy_mean" in m
         case _:
             pytest.fail(f"no check for the recipe {name}")
 
@@ -97,6 +102,10 @@ def test_the_recipe_runs_one_step_and_its_method_acts(path, tiny_model, parity_e
 def test_the_recipe_configures_trl_unless_it_grows_trees(path):
     from gfcr.integrations.trl import rollout_func
 
+    if path.stem == "seed_grpo":  # TRL computes the advantages itself: nothing of gfcr's to scale
+        with pytest.raises(ConfigError, match=r"\[credit.seed_grpo\] scales the advantages"):
+            rollout_func("gfcr/ToolUse-v0", config=path, num_tasks=4)
+        return
     if path.stem in TREES:
         with pytest.raises(ConfigError, match=r"\[generate\] trees .* train trees with gfcr train"):
             rollout_func("gfcr/ToolUse-v0", config=path, num_tasks=4)

@@ -257,6 +257,12 @@ def rollout_func(
 def check_trl_pipeline(config: PipelineConfig) -> None:
     """Refuse what TRL's batch cannot hold, naming the stage and why."""
     control = config.control
+    if config.credit.seed_grpo.enabled:
+        raise ConfigError(
+            "[credit.seed_grpo] scales the advantages gfcr's credit stage computes, but under TRL "
+            "GRPOTrainer computes them from the reward functions (a reward scaled per group is "
+            "normalised away); drop [credit.seed_grpo] under TRL (gfcr train runs it)"
+        )
     if control.sample_budget is not None or control.token_budget is not None:
         raise ConfigError(
             "[control] sample_budget/token_budget allocate a different number of samples to each prompt, "
