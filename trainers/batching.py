@@ -3,8 +3,10 @@
 Token-in-token-out: a sample's ids are the trajectory's own `prompt_ids + completion_ids`, as the
 policy produced them, and its loss mask is the trajectory's (1 on sampled tokens, 0 on the
 prompt and on observation tokens between turns), so observations are never trained on and
-nothing is re-tokenized. The old logprobs for the importance ratio are the rollout's; a
-replayed sample (from an older policy version) brings its own stored ones.
+nothing is re-tokenized. A sample keeps the behaviour policy's logprobs (the ones the rollout
+engine reported when it sampled the tokens) and that policy's version; its old logprobs, the
+ratio's denominator, start as those and are recomputed by the trainer where they are off-policy
+(a replayed sample, `gfcr.trainers.update.correct_off_policy`).
 
 Advantages are per token: a group estimator's one per sequence is broadcast to the sequence's
 sampled tokens, a tree estimator gives each token its tree node's (`token_tree_advantages`).
@@ -23,6 +25,7 @@ from gfcr.core import Trajectory
 from gfcr.errors import DataError, UnknownNameError
 from gfcr.filter import ADVANTAGE_ESTIMATORS, group_advantages
 from gfcr.generate import TREE_ESTIMATORS, token_tree_advantages
+from gfcr.replay import version_number
 
 ESTIMATORS = (*ADVANTAGE_ESTIMATORS, *TREE_ESTIMATORS)  # what `samples_from_groups` takes
 
@@ -33,19 +36,30 @@ class Sample:
 
     input_ids: list[int]
     loss_mask: list[int]  # 1 where the policy sampled the token
-    old_logprobs: list[float]  # the sampling policy's logprob of each token (0.0 where mask is 0)
+    old_logprobs: list[float]  # π_old: the ratio's denominator per token (0.0 where mask is 0)
     advantages: list[float]  # each token's advantage (0.0 where mask is 0)
     reward: float = 0.0
     replayed: bool = False  # from the replay buffer (an older policy's tokens and logprobs)
+    # μ: the behaviour policy's logprobs, as the engine that sampled the tokens reported them
+    # (None: old_logprobs are them, until the trainer recomputes those)
+    behaviour_logprobs: list[float] | None = None
+    policy_version: int | None = None  # the version of the policy that sampled it (None: unknown)
+    is_weights: list[float] | None = None  # truncated importance weights per token (None: all 1)
 
     def __post_init__(self) -> None:
         lengths = {len(self.input_ids), len(self.loss_mask), len(self.old_logprobs), len(self.advantages)}
+        lengths |= {len(v) for v in (self.behaviour_logprobs, self.is_weights) if v is not None}
         if len(lengths) != 1:
             raise DataError(
                 f"sample lengths differ: input_ids {len(self.input_ids)}, loss_mask {len(self.loss_mask)}, "
-                f"old_logprobs {len(self.old_logprobs)}, advantages {len(self.advantages)}; they must be "
-                "equal"
+                f"old_logprobs {len(self.old_logprobs)}, advantages {len(self.advantages)} (and "
+                "behaviour_logprobs, is_weights where given); they must be equal"
             )
+
+    @property
+    def behaviour(self) -> list[float]:
+        """μ's logprob of each token: `behaviour_logprobs`, else the old logprobs (not recomputed)."""
+        return self.old_logprobs if self.behaviour_logprobs is None else self.behaviour_logprobs
 
     @property
     def num_loss_tokens(self) -> int:
@@ -96,6 +110,7 @@ def sample_from_trajectory(
         advantages=[0.0] * prompt + sampled,
         reward=trajectory.total_reward if reward is None else float(reward),
         replayed=bool(trajectory.signals.get("replayed", False)),
+        policy_version=version_number(trajectory.provenance.policy_version),
     )
 
 
@@ -164,6 +179,7 @@ class MicroBatch:
     loss_mask: torch.Tensor
     old_logprobs: torch.Tensor
     advantages: torch.Tensor
+    is_weights: torch.Tensor  # (B, L-1): 1.0 where a sample has none
 
     def to(self, device: str | torch.device) -> MicroBatch:
         return MicroBatch(*(t.to(device) for t in vars(self).values()))
@@ -178,6 +194,7 @@ def collate(samples: Sequence[Sample], pad_id: int = 0) -> MicroBatch:
     loss_mask = torch.zeros(size, dtype=torch.float32)
     old_logprobs = torch.zeros(size, dtype=torch.float32)
     advantages = torch.zeros(size, dtype=torch.float32)
+    is_weights = torch.ones(size, dtype=torch.float32)
     for row, s in enumerate(samples):
         n = len(s.input_ids)
         input_ids[row, :n] = torch.tensor(s.input_ids)
@@ -185,7 +202,10 @@ def collate(samples: Sequence[Sample], pad_id: int = 0) -> MicroBatch:
         loss_mask[row, :n] = torch.tensor(s.loss_mask, dtype=torch.float32)
         old_logprobs[row, :n] = torch.tensor(s.old_logprobs, dtype=torch.float32)
         advantages[row, :n] = torch.tensor(s.advantages, dtype=torch.float32)
-    return MicroBatch(input_ids, attention_mask, loss_mask[:, 1:], old_logprobs[:, 1:], advantages[:, 1:])
+        if s.is_weights is not None:
+            is_weights[row, :n] = torch.tensor(s.is_weights, dtype=torch.float32)
+    shifted = (t[:, 1:] for t in (loss_mask, old_logprobs, advantages, is_weights))
+    return MicroBatch(input_ids, attention_mask, *shifted)
 
 
 def micro_batches(samples: Sequence[Sample], size: int, pad_id: int = 0) -> Iterator[MicroBatch]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from gfcr.agents import RunnerConfig
-from gfcr.control import ControlConfig
+from gfcr.control import ControlConfig, OffPolicyMix
 from gfcr.core import config
 from gfcr.core.config import setting
 from gfcr.errors import ConfigError, UnknownNameError
@@ -37,7 +37,7 @@ from gfcr.filter.seed_grpo import SeedGRPO
 from gfcr.generate import GenerateConfig
 from gfcr.registry import import_modules
 from gfcr.trainers.batching import ESTIMATORS
-from gfcr.trainers.losses import LOSSES
+from gfcr.trainers.losses import CORRECTIONS, LOSSES
 
 SCHEDULES = ("constant", "linear", "cosine")
 BACKENDS = ("hf", "vllm")
@@ -170,10 +170,25 @@ class LossConfig:
     beta: float = setting(
         0.0, "KL coefficient to the reference (initial) policy, k3 estimator; 0: no reference."
     )
+    tis_cap: float = setting(
+        2.0,
+        "Truncated importance sampling's cap C: a token's weight is min(π_old/μ, C) against the "
+        "policy μ that sampled it ([replay] correction = 'tis', tis_fresh).",
+    )
+    tis_fresh: bool = setting(
+        False,
+        "Truncated importance sampling on fresh samples too: the trainer recomputes π_old and weighs "
+        "each token by min(π_old/μ, C), μ being the rollout engine's logprobs (vLLM, quantised serving).",
+    )
 
     def __post_init__(self) -> None:
         if self.name not in LOSSES:
             raise UnknownNameError("loss", self.name, LOSSES)
+        if self.tis_cap < 1.0:
+            raise ConfigError(
+                f"[loss] tis_cap must be >= 1 (a weight min(π_old/μ, C) below 1 would shrink on-policy "
+                f"tokens), got {self.tis_cap}"
+            )
         low, high = DEFAULT_EPSILONS[self.name]
         object.__setattr__(self, "epsilon_low", low if self.epsilon_low is None else self.epsilon_low)
         object.__setattr__(self, "epsilon_high", high if self.epsilon_high is None else self.epsilon_high)
@@ -201,7 +216,8 @@ class OptimConfig:
         1, "Optimizer steps on each rollout batch (GRPO's μ; > 1 is off-policy)."
     )
     recompute_old_logprobs: bool = setting(
-        False, "Ratio against the trainer's own logprobs, not the rollout's."
+        False,
+        "Ratio against the trainer's own logprobs, not the rollout's; logs their mismatch (mismatch/*).",
     )
 
     def __post_init__(self) -> None:
@@ -242,9 +258,35 @@ class CreditSection:
 class ReplaySection:
     enabled: bool = setting(False, "Keep rollouts in a replay buffer (out_dir/replay.db).")
     rescue: bool = setting(
-        True, "AR3PO: an all-failed group gets a stored correct response (old logprobs kept)."
+        True, "AR3PO: an all-failed group gets a stored correct response (behaviour logprobs kept)."
     )
     max_staleness: int | None = setting(8, "Evict what is more than N policy versions (steps) behind.")
+    mix_ratio: float = setting(
+        0.0,
+        "RePO/ReMix: replayed samples' share of each kept group (0: none); a group of n fresh samples "
+        "gets round(n·r/(1-r)) stored ones of its prompt.",
+    )
+    mix_rule: str = setting(
+        "correct", "Which stored samples are mixed in: correct (newest correct) | recent | diverse."
+    )
+    correction: str = setting(
+        "recompute",
+        "How replayed samples are corrected for the policy shift: recompute (AR3PO: π_old recomputed "
+        "under the current policy) | tis (that, and each token weighed by min(π_old/μ, [loss] tis_cap) "
+        "against its behaviour policy μ).",
+    )
+
+    def __post_init__(self) -> None:
+        if self.correction not in CORRECTIONS:
+            raise UnknownNameError("[replay] correction", self.correction, CORRECTIONS)
+        try:
+            self.mix()
+        except ConfigError as e:
+            raise ConfigError(f"[replay] mix_ratio, mix_rule: {e}") from e
+
+    def mix(self) -> OffPolicyMix | None:
+        """The keep stage's mix of stored samples into each group (None while mix_ratio is 0)."""
+        return OffPolicyMix(self.mix_ratio, self.mix_rule) if self.mix_ratio > 0 else None
 
 
 # [rollout] sizes every step, and the trainer's seed seeds Control: [control] leaves them out

@@ -18,6 +18,12 @@ estimators: `gfcr.generate.token_tree_advantages`), or per sequence, (B,) (Filte
 
 The optional KL penalty to a reference policy uses Schulman's k3 estimator,
 k3 = π_ref/π_θ − log(π_ref/π_θ) − 1 (unbiased, always ≥ 0), reduced like the policy term.
+
+Off-policy tokens (replayed, or sampled by an engine whose logprobs differ from the trainer's)
+can carry truncated importance weights w = min(π_old/μ, C) against their behaviour policy μ
+(Yao et al. 2025, "Your Efficient RL Framework Secretly Brings You Off-Policy RL Training"; TRL's
+`vllm_importance_sampling_correction`): `is_weights` multiplies each token's surrogate (GSPO's
+sequence surrogate by the sequence's weight), never the KL term. `tis_weights` computes them.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import torch
 from gfcr.errors import ConfigError, UnknownNameError
 
 LOSSES = ("grpo", "dr_grpo", "dapo", "gspo")
+CORRECTIONS = ("recompute", "tis")  # of off-policy samples: π_old recomputed, and weighed against μ
 MAX_LOG_RATIO = 20.0  # exp(20) ≈ 5e8: keeps a stale replayed sample from overflowing the ratio
 
 
@@ -84,12 +91,14 @@ def policy_loss(
     epsilon_high: float = 0.2,
     ref_logprobs: torch.Tensor | None = None,
     beta: float = 0.0,
+    is_weights: torch.Tensor | None = None,
 ) -> LossOutput:
-    """The loss of one micro-batch. Shapes: logprobs, old_logprobs, loss_mask, ref_logprobs (B, T);
-    advantages (B, T), one per token, aligned with loss_mask, or (B,), one per sequence, broadcast
-    to its tokens (the same loss, bit for bit). GSPO's sequence ratio multiplies the sequence's
-    advantage: with (B, T) advantages, the loss-masked mean of the row (which is the sequence's
-    advantage when it was broadcast).
+    """The loss of one micro-batch. Shapes: logprobs, old_logprobs, loss_mask, ref_logprobs,
+    is_weights (B, T); advantages (B, T), one per token, aligned with loss_mask, or (B,), one per
+    sequence, broadcast to its tokens (the same loss, bit for bit). GSPO's sequence ratio multiplies
+    the sequence's advantage: with (B, T) advantages, the loss-masked mean of the row (which is the
+    sequence's advantage when it was broadcast); its importance weight is the row's loss-masked
+    mean weight (`tis_weights(..., sequence=True)` gives every token the sequence's). None: weight 1.
 
     >>> lp = torch.zeros(2, 3, requires_grad=True)
     >>> mask, totals = torch.tensor([[1, 1, 0], [1, 0, 0]]), BatchTotals(2, 3)
@@ -122,12 +131,16 @@ def policy_loss(
         ratio = torch.exp(log_ratio.sum(1) / lengths)  # (B,) s_i, the sequence-level ratio
         a = (advantages * mask).sum(1) / lengths if by_token else advantages  # (B,)
         surrogate = torch.minimum(ratio * a, ratio.clamp(low, high) * a)  # (B,)
+        if is_weights is not None:
+            surrogate = surrogate * (is_weights * mask).sum(1) / lengths  # (B,) the sequence's weight
         policy = -surrogate.sum() / totals.sequences
         clipped = float((clip_active(ratio, a, low, high).to(mask.dtype) * mask.sum(1)).sum())
     else:
         ratio = torch.exp(log_ratio)  # (B, T)
         a = advantages if by_token else advantages[:, None]  # (B, T) or (B, 1)
         per_token = -torch.minimum(ratio * a, ratio.clamp(low, high) * a)  # (B, T)
+        if is_weights is not None:
+            per_token = per_token * is_weights
         policy = reduce_tokens(name, per_token, mask, totals)
         clipped = float((clip_active(ratio, a, low, high).to(mask.dtype) * mask).sum())
     kl = torch.zeros((), dtype=logprobs.dtype, device=logprobs.device)
@@ -138,6 +151,33 @@ def policy_loss(
         k3 = torch.exp(delta) - delta - 1.0  # (B, T)
         kl = reduce_tokens("grpo" if name == "gspo" else name, k3, mask, totals)
     return LossOutput(policy + beta * kl, policy.detach(), kl.detach(), clipped)
+
+
+def tis_weights(
+    old_logprobs: torch.Tensor,
+    behaviour_logprobs: torch.Tensor,
+    mask: torch.Tensor,
+    cap: float,
+    *,
+    sequence: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Truncated importance sampling against the behaviour policy μ: per token, the ratio
+    ρ = π_old/μ and the weight min(ρ, C) (1.0 off the mask); with `sequence`, one ratio per sequence,
+    exp(mean_t log ρ) as GSPO's, given to each of its tokens. Shapes (B, T); returns (ratio, weight).
+
+    >>> old, mu = torch.tensor([[0.0, -1.0, -1.0]]), torch.tensor([[-1.0, 0.0, -5.0]])
+    >>> ratio, weight = tis_weights(old, mu, torch.tensor([[1.0, 1.0, 0.0]]), cap=1.5)
+    >>> ratio, weight  # e truncated to C; the token off the mask weighs 1
+    (tensor([[2.7183, 0.3679, 1.0000]]), tensor([[1.5000, 0.3679, 1.0000]]))
+    >>> tis_weights(old, mu, torch.tensor([[1.0, 1.0, 0.0]]), cap=1.5, sequence=True)[0].tolist()
+    [[1.0, 1.0, 1.0]]
+    """
+    log_ratio = ((old_logprobs - behaviour_logprobs) * mask).clamp(-MAX_LOG_RATIO, MAX_LOG_RATIO)  # (B, T)
+    if sequence:
+        mean = log_ratio.sum(1, keepdim=True) / mask.sum(1, keepdim=True).clamp(min=1.0)  # (B, 1)
+        log_ratio = torch.where(mask > 0, mean.expand_as(log_ratio), torch.zeros_like(log_ratio))
+    ratio = torch.exp(log_ratio)
+    return ratio, ratio.clamp(max=cap)
 
 
 def reduce_tokens(name: str, values: torch.Tensor, mask: torch.Tensor, totals: BatchTotals) -> torch.Tensor:

@@ -15,8 +15,11 @@ The survey's lifecycle is the shape of a step (DESIGN.md, "The rollout pipeline"
   before Control decides on them: the env's verifier at a weight, gates, judges, group rubrics
   (TTRL's vote, length terms) and DAPO's overlong penalty, recorded per term in each episode's
   `reward_terms`; an episode a judge could not score is a `judge_failure`, left out;
-- keep is Replay: every finished episode is stored, an all-failed group gets a stored correct
-  response (AR3PO's rescue), old samples keep their behaviour logprobs;
+- keep is Replay: every finished episode is stored, what is more than `max_staleness` policy
+  versions old is evicted, an all-failed group gets a stored correct response (AR3PO's rescue),
+  each group gets stored samples of its prompt at `[replay] mix_ratio` (RePO's mix,
+  `gfcr.control.OffPolicyMix`); old samples keep their behaviour logprobs and version, for the
+  trainer's correction;
 - credit is Filter: advantages per token (`samples_from_groups`, group or tree estimators), each
   group's damped by its semantic entropy with SEED-GRPO (`[credit.seed_grpo]`).
 
@@ -40,16 +43,18 @@ import gymnasium as gym
 import numpy as np
 
 from gfcr.agents import Runner, RunnerConfig
-from gfcr.control import Batch, RolloutController, guided
+from gfcr.control import Batch, OffPolicyMix, RolloutController, guided
 from gfcr.core import Controller, Decision, EnvConfig, EpisodeSpec, Policy, ReplaySink, Task, Trajectory
 from gfcr.core.admission import RESOURCES, add_waits
 from gfcr.core.hooks import branch_points
+from gfcr.errors import ConfigError
 from gfcr.filter import JudgeStage, OverlongPenalty
 from gfcr.filter.entropy import mean_token_entropy
 from gfcr.filter.indicators import batch_indicators, zero_variance
 from gfcr.filter.seed_grpo import SeedGRPO
 from gfcr.filter.semantic import semantic_entropy
 from gfcr.generate import BranchTokens, GuidedPolicy, group_by_task, round_seed
+from gfcr.replay import ReplayBuffer, version_number
 from gfcr.trainers.batching import Sample, samples_from_groups
 from gfcr.trainers.config import PipelineConfig
 
@@ -122,6 +127,7 @@ class RolloutPipeline:
         judge: JudgeStage | None = None,
         replay: ReplaySink | None = None,
         rescue: bool = False,
+        mix: OffPolicyMix | None = None,
         seed_grpo: SeedGRPO | None = None,
         estimator: str = "grpo",
         seed: int = 0,
@@ -129,6 +135,7 @@ class RolloutPipeline:
         self.controller, self.replay, self.rescue = controller, replay, rescue
         self.judge = judge or JudgeStage()
         self.estimator, self.seed = estimator, seed
+        self.mix, self.mixed = mix, 0  # [replay] mix_ratio, mix_rule; replayed samples mixed in this step
         self.seed_grpo = seed_grpo  # [credit.seed_grpo]: each group's advantages damped by its entropy
         self.tasks = list(tasks)
         self.templates: dict[str, EpisodeSpec] = {}  # task id -> the pool's first spec of it
@@ -173,8 +180,13 @@ class RolloutPipeline:
         overlong = config.overlong_penalty
         penalty = OverlongPenalty(*overlong.lengths(episode_tokens)) if overlong.enabled else None
         judge = config.judge.stage(penalty)
-        rescue = config.replay.rescue
+        rescue, mix = config.replay.rescue, config.replay.mix()
         kept = replay is not None or config.replay.enabled
+        if mix is not None and not kept:
+            raise ConfigError(
+                f"[replay] mix_ratio = {mix.ratio} mixes stored samples into each group, but no buffer "
+                "keeps any: set [replay] enabled = true"
+            )
         if kept and rescue and control.config.dynamic_sampling:
             logger.warning(
                 "[replay] rescue has nothing to rescue with [control] dynamic_sampling: all-failed groups "
@@ -190,6 +202,7 @@ class RolloutPipeline:
             judge=judge,
             replay=replay,
             rescue=rescue,
+            mix=mix,
             seed_grpo=config.credit.seed_grpo if config.credit.seed_grpo.enabled else None,
             estimator=estimator,
             seed=seed,
@@ -312,12 +325,27 @@ class RolloutPipeline:
         return self._task_sources[spec.env.key].get(task_id)
 
     def _keep(self, groups: dict[str, list[Trajectory]]) -> tuple[dict[str, list[Trajectory]], int]:
-        """The keep stage: AR3PO's rescue of all-failed groups from the replay buffer."""
-        rescued = 0
-        if self.replay is not None and self.rescue:  # rescue: the recipe's [replay] rescue
-            for task_id, group in groups.items():
-                groups[task_id], was_rescued = self.replay.rescue(group)  # type: ignore[attr-defined]
+        """The keep stage, on a replay buffer (the runner stored every finished episode in it):
+        evict what is stale for the policy's version, rescue all-failed groups (AR3PO), then mix
+        stored samples of each group's prompt in (RePO), never the step's own episodes. Returns the
+        groups and how many were rescued (`self.mixed`: how many samples were mixed in)."""
+        buffer, rescued, self.mixed = self.replay, 0, 0
+        if not isinstance(buffer, ReplayBuffer):  # a plain ReplaySink only stores
+            return groups, 0
+        version = version_number(str(getattr(self.policy, "version", "")))
+        if version is not None:
+            buffer.evict(current_version=version)
+        fresh = {t.id for t in self.batch.generated}
+        for task_id, group in groups.items():
+            if self.rescue:  # the recipe's [replay] rescue
+                group, was_rescued = buffer.rescue(group)
                 rescued += was_rescued
+            if self.mix is not None:
+                wanted = self.mix.replay_count(len(group))
+                old = buffer.draw(task_id, wanted, self.mix.rule, exclude=fresh | {t.id for t in group})
+                group = self.mix.mix(group, old)
+                self.mixed += len(old)
+            groups[task_id] = group
         return groups, rescued
 
     def _metrics(self, batch: StepBatch, rescued: int) -> dict[str, float]:
@@ -341,6 +369,7 @@ class RolloutPipeline:
             "decide/saved_samples": float(decided.saved),
             "decide/stopped_episodes": float(self.hook.stopped),
             "keep/rescued": float(rescued),
+            "keep/mixed": float(self.mixed),
             "judge/reward_mean": float(np.mean(judged)) if judged else 0.0,
             "judge/failures": float(self.batch_judge_failures),
         }

@@ -7,7 +7,10 @@ One RL step:
    trees, guidance; token-in-token-out, multi-turn, tools), Filter judges them, Control decides
    what is stopped, dropped or refilled, Replay keeps them (and rescues all-failed groups);
 2. its credit stage turns the kept groups into samples with per-token advantages (group or tree
-   estimators), old samples with their own behaviour logprobs;
+   estimators), old samples with their own behaviour logprobs; the off-policy ones (replayed) get
+   their old logprobs recomputed under the current policy, and with `[replay] correction = "tis"`
+   truncated importance weights against their behaviour policy (`update.correct_off_policy`);
+   the replay buffer records that refresh;
 3. the loss (`losses.py`) is accumulated over micro-batches and AdamW takes a clipped step
    (none when every advantage is 0: `update.policy_update`);
 4. the rollout engine gets the new weights, metrics are logged, a checkpoint is written every
@@ -50,7 +53,7 @@ from gfcr.agents import Runner, RunnerConfig, episodes_for_env, make_policy
 from gfcr.core import EpisodeSpec, Trajectory, read_jsonl, write_jsonl
 from gfcr.core.config import to_dict
 from gfcr.errors import ConfigError
-from gfcr.filter.indicators import replay_indicators
+from gfcr.filter.indicators import replay_indicators, replayed
 from gfcr.replay import ReplayBuffer, ReplayConfig
 from gfcr.trainers import checkpoint as ckpt
 from gfcr.trainers.batching import Sample
@@ -59,7 +62,7 @@ from gfcr.trainers.logging import MetricLogger, TrainProgress
 from gfcr.trainers.models import load_models
 from gfcr.trainers.pipeline import RolloutPipeline, StepBatch, credit_metrics
 from gfcr.trainers.sft import filter_trajectories, sft_samples
-from gfcr.trainers.update import UpdateSettings, fill_old_logprobs, policy_update, sft_update
+from gfcr.trainers.update import UpdateSettings, correct_off_policy, policy_update, sft_update
 from gfcr.trainers.watch import PathologyWatch
 
 logger = logging.getLogger(__name__)
@@ -108,6 +111,8 @@ class Trainer:
             pad_id=self.models.pad_id,
             device=self.models.device,
             autocast=self.models.autocast,
+            correction=pipeline.replay.correction,
+            recompute_old_logprobs=config.optim.recompute_old_logprobs,
         )
         self.step = 0
         self.sft_data: list[Sample] | None = None
@@ -203,10 +208,10 @@ class Trainer:
         samples = self.pipeline.credit(batch)
         stats: dict[str, float] = {}
         self._set_lr()
+        samples, corrected = correct_off_policy(self.model, samples, self.settings, current_version=self.step)
+        if self.replay is not None:  # their logprobs were recomputed under this step's policy
+            self.replay.refresh([t.id for t in batch.trained if replayed(t)], version=self.step)
         if samples:
-            samples = fill_old_logprobs(
-                self.model, samples, self.settings, force=config.optim.recompute_old_logprobs
-            )
             for _ in range(config.optim.updates_per_batch):
                 stats = policy_update(
                     self.model, self.optimizer, samples, self.settings, self.models.reference
@@ -216,11 +221,10 @@ class Trainer:
                     break
         else:
             logger.warning("step %d: no group with policy tokens to train on; no update", self.step + 1)
-        if self.replay is not None:
-            self.replay.evict(current_version=self.step + 1)  # the version this step produces
         return {
             **batch.metrics,
             **credit_metrics(samples),
+            **corrected,
             **replay_indicators(batch.trained, current_version=self.step),  # rescued samples among them
             "rollout/samples_total": self.pipeline.samples_total,
             "rollout/tokens_total": self.pipeline.tokens_total,

@@ -1,8 +1,16 @@
-"""One optimizer step on a batch of samples: micro-batches, gradient accumulation, clipping.
+"""One optimizer step on a batch of samples: off-policy correction, micro-batches, gradient
+accumulation, clipping.
 
 The batch's normalisers (`BatchTotals`) are fixed before the first micro-batch, and every
 micro-batch's loss is its share of the batch's loss, so the accumulated gradient does not
 depend on how the batch is split (the property DAPO's token-level loss needs).
+
+Before the update, `correct_off_policy` gives every off-policy sample (replayed, or made by an
+older policy version) old logprobs recomputed under the current policy, so its ratio is never
+taken against a policy that no longer exists; with `tis` its tokens are also weighed against the
+behaviour policy that sampled them. Fresh samples keep the rollout's logprobs unless the trainer
+recomputes them too (`recompute_old_logprobs`, `tis_fresh`), which measures the generation/training
+mismatch between the rollout engine and the trainer.
 """
 
 from __future__ import annotations
@@ -13,9 +21,10 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from gfcr.errors import UnknownNameError
 from gfcr.trainers.batching import MicroBatch, Sample, collate, micro_batches, token_logprobs
 from gfcr.trainers.config import LossConfig
-from gfcr.trainers.losses import BatchTotals, policy_loss, sft_loss
+from gfcr.trainers.losses import CORRECTIONS, BatchTotals, policy_loss, sft_loss, tis_weights
 
 Reference = Callable[[MicroBatch], torch.Tensor]  # reference-policy logprobs (B, L-1), no grad
 Autocast = Callable[[], AbstractContextManager]
@@ -32,6 +41,12 @@ class UpdateSettings:
     pad_id: int = 0
     device: str = "cpu"
     autocast: Autocast = nullcontext
+    correction: str = "recompute"  # of off-policy samples: recompute | tis ([replay] correction)
+    recompute_old_logprobs: bool = False  # fresh samples' π_old from the trainer too
+
+    def __post_init__(self) -> None:
+        if self.correction not in CORRECTIONS:
+            raise UnknownNameError("off-policy correction", self.correction, CORRECTIONS)
 
 
 def accumulate_gradients(
@@ -63,6 +78,7 @@ def accumulate_gradients(
             epsilon_high=loss.epsilon_high,  # type: ignore[arg-type]
             ref_logprobs=ref,
             beta=loss.beta,
+            is_weights=batch.is_weights,
         )
         out.loss.backward()
         stats["loss/total"] += float(out.loss.detach())
@@ -123,30 +139,102 @@ def sft_update(
     return {"loss/sft_nll": nll, "optim/grad_norm": optimizer_step(model, optimizer, settings.max_grad_norm)}
 
 
+def off_policy(sample: Sample, current_version: int | None) -> bool:
+    """Whether `sample` came from another policy than the current one: replayed, or made by an
+    older version (its tokens, and the logprobs it brought, are that policy's)."""
+    if sample.replayed or sample.policy_version is None or current_version is None:
+        return sample.replayed
+    return sample.policy_version < current_version
+
+
+def missing_logprobs(sample: Sample) -> bool:
+    """The rollout gave no logprobs: every loss token's is exactly 0.0 (nothing to measure against)."""
+    return all(lp == 0.0 for lp, m in zip(sample.old_logprobs, sample.loss_mask, strict=True) if m)
+
+
 @torch.no_grad()
-def fill_old_logprobs(
-    model: torch.nn.Module, samples: Sequence[Sample], settings: UpdateSettings, *, force: bool = False
-) -> list[Sample]:
-    """Samples whose old logprobs are recomputed under `model` (all of them with `force`, else only
-    those whose rollout gave none: every loss token's logprob exactly 0.0). Replayed samples keep
-    their stored logprobs: they are the older policy's, which the ratio must correct for."""
+def correct_off_policy(
+    model: torch.nn.Module,
+    samples: Sequence[Sample],
+    settings: UpdateSettings,
+    *,
+    current_version: int | None = None,
+) -> tuple[list[Sample], dict[str, float]]:
+    """The samples with the old logprobs the ratio π_θ/π_old takes, and the step's log of it.
+
+    - Off-policy samples (`off_policy`: replayed, or older than `current_version`) get π_old
+      recomputed under `model`, the current policy, AR3PO's correction (`recompute`); with
+      `settings.correction = "tis"` each token is also weighed by min(π_old/μ, C) against its
+      behaviour policy μ (the logprobs it was sampled with), C = `loss.tis_cap`. Their shift is
+      logged under `replay/`: samples, ratio_mean (of π_old/μ over loss tokens), truncated_share
+      (tokens whose ratio is above C: weighed C under tis), logprob_abs_diff, kl (k3 of KL(μ‖π_old)).
+    - Fresh samples keep the rollout's logprobs, unless `recompute_old_logprobs` or `loss.tis_fresh`
+      has the trainer recompute them (tis_fresh also weighs them, as above) or the rollout gave
+      none. Recomputed, their gap to the engine's logprobs is the generation/training mismatch,
+      logged under `mismatch/` with the same statistics.
+
+    Every sample keeps its behaviour logprobs (`Sample.behaviour`); GSPO's weight is one per
+    sequence (`tis_weights(..., sequence=True)`).
+    """
+    loss = settings.loss
+    stale = [off_policy(s, current_version) for s in samples]
+    fresh_too = settings.recompute_old_logprobs or loss.tis_fresh
+    todo = [i for i, s in enumerate(samples) if stale[i] or fresh_too or missing_logprobs(s)]
+    recomputed = recompute_logprobs(model, [samples[i] for i in todo], settings)
     out = list(samples)
-    todo = [
-        i
-        for i, s in enumerate(samples)
-        if not s.replayed
-        and (force or all(lp == 0.0 for lp, m in zip(s.old_logprobs, s.loss_mask, strict=True) if m))
-    ]
-    for start in range(0, len(todo), settings.micro_batch_size):
-        chunk = todo[start : start + settings.micro_batch_size]
-        batch = collate([samples[i] for i in chunk], settings.pad_id).to(settings.device)
+    shifts: dict[str, list[torch.Tensor]] = {"replay": [], "mismatch": []}  # loss tokens' π_old/μ
+    for i, old in zip(todo, recomputed, strict=True):
+        sample, measured = samples[i], not missing_logprobs(samples[i])  # a behaviour policy to weigh against
+        corrected = replace(
+            sample, old_logprobs=old, behaviour_logprobs=sample.behaviour if measured else None
+        )
+        if measured:
+            mask = torch.tensor(sample.loss_mask, dtype=torch.float32)[None]  # (1, L)
+            ratio, weight = tis_weights(
+                torch.tensor(old)[None], torch.tensor(sample.behaviour)[None], mask, loss.tis_cap,
+                sequence=loss.name == "gspo",
+            )  # fmt: skip
+            if settings.correction == "tis" if stale[i] else loss.tis_fresh:
+                corrected = replace(corrected, is_weights=weight[0].tolist())
+            shifts["replay" if stale[i] else "mismatch"].append(ratio[mask > 0])
+        out[i] = corrected
+    metrics = {"replay/samples": float(sum(stale))}
+    for group, ratios in shifts.items():
+        if ratios:
+            metrics |= shift_metrics(group, torch.cat(ratios), loss.tis_cap)
+    return out, metrics
+
+
+def shift_metrics(group: str, ratio: torch.Tensor, cap: float) -> dict[str, float]:
+    """Statistics of the loss tokens' ratios ρ = π_old/μ (1-D): mean, share above `cap`, mean
+    |log ρ|, and the k3 estimate of KL(μ‖π_old) from μ's samples, E[ρ − 1 − log ρ].
+
+    >>> shift_metrics("replay", torch.tensor([1.0, 4.0]), cap=2.0)["replay/truncated_share"]
+    0.5
+    """
+    log_ratio = torch.log(ratio)
+    return {
+        f"{group}/ratio_mean": float(ratio.mean()),
+        f"{group}/truncated_share": float((ratio > cap).float().mean()),
+        f"{group}/logprob_abs_diff": float(log_ratio.abs().mean()),
+        f"{group}/kl": float((ratio - 1.0 - log_ratio).mean()),
+    }
+
+
+@torch.no_grad()
+def recompute_logprobs(
+    model: torch.nn.Module, samples: Sequence[Sample], settings: UpdateSettings
+) -> list[list[float]]:
+    """Each sample's token logprobs under `model`, aligned with its `input_ids` (0.0 on the first
+    token and wherever the loss mask is 0), micro-batch by micro-batch."""
+    out: list[list[float]] = []
+    for start in range(0, len(samples), settings.micro_batch_size):
+        chunk = samples[start : start + settings.micro_batch_size]
+        batch = collate(chunk, settings.pad_id).to(settings.device)
         with settings.autocast():
             logprobs = token_logprobs(model, batch).float().cpu()  # (B, L-1)
-        for row, i in enumerate(chunk):
-            n = len(samples[i].input_ids)
-            old = [0.0] + [
-                lp * m
-                for lp, m in zip(logprobs[row, : n - 1].tolist(), samples[i].loss_mask[1:], strict=True)
-            ]
-            out[i] = replace(samples[i], old_logprobs=old)
+        for row, sample in enumerate(chunk):
+            n = len(sample.input_ids)
+            shifted = zip(logprobs[row, : n - 1].tolist(), sample.loss_mask[1:], strict=True)
+            out.append([0.0] + [lp * m for lp, m in shifted])
     return out

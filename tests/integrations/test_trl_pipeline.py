@@ -170,6 +170,8 @@ def test_replay_rescues_an_all_failed_trl_group(tiny_model, tmp_path):
     [
         ({"control": {"sample_budget": 6}}, r"sample_budget/token_budget .* num_generations"),
         ({"control": {"token_budget": 600}}, r"sample_budget/token_budget .* num_generations"),
+        ({"replay": {"enabled": True, "mix_ratio": 0.25}}, r"mix_ratio = 0.25 .* exactly num_generations"),
+        ({"replay": {"correction": "tis"}}, r"correction = 'tis' .* the loss is TRL's"),
         ({"generate": {"tree": {"entropy_points": 1}}}, r"\[generate\] trees .* one advantage per sequence"),
         ({"generate": {"tree": {"segments": 2}}}, r"\[generate\] trees .* one advantage per sequence"),
     ],

@@ -4,6 +4,7 @@ with one advantage per sequence or one per token."""
 from __future__ import annotations
 
 import copy
+import itertools
 import random
 from dataclasses import replace
 
@@ -12,7 +13,7 @@ import torch
 
 from gfcr.trainers.batching import Sample, collate, token_logprobs
 from gfcr.trainers.config import LossConfig
-from gfcr.trainers.update import UpdateSettings, accumulate_gradients, fill_old_logprobs, policy_update
+from gfcr.trainers.update import UpdateSettings, accumulate_gradients, correct_off_policy, policy_update
 
 
 @pytest.fixture(scope="module")
@@ -87,19 +88,97 @@ def test_observation_and_prompt_tokens_do_not_reach_the_gradient(model):
         torch.testing.assert_close(after[n], before[n])
 
 
-def test_fill_old_logprobs_recomputes_missing_ones_and_keeps_replayed(model):
-    samples = _samples(3, seed=2)
-    missing = replace(samples[0], old_logprobs=[0.0] * len(samples[0].input_ids))
-    replayed = replace(samples[1], replayed=True)
-    settings = UpdateSettings(LossConfig(), micro_batch_size=2)
-    filled = fill_old_logprobs(model, [missing, replayed, samples[2]], settings)
-    assert filled[1].old_logprobs == replayed.old_logprobs and filled[2] == samples[2]
+def _current_logprobs(model, sample: Sample) -> torch.Tensor:
+    """The model's logprob of each token of `sample` (L-1,), as the loss's forward pass gives it."""
     with torch.no_grad():
-        expected = token_logprobs(model, collate([missing]))[0]  # (L-1,)
-    got = torch.tensor(filled[0].old_logprobs[1:])
-    mask = torch.tensor(missing.loss_mask[1:], dtype=torch.bool)
-    torch.testing.assert_close(got[mask], expected[mask])
-    assert torch.all(got[~mask] == 0.0)
+        return token_logprobs(model, collate([sample]))[0]
+
+
+def test_off_policy_samples_get_recomputed_old_logprobs_never_their_stale_ones(model):
+    """Replaces the test that pinned a replayed sample's stale logprobs: a replayed sample, and one
+    an older policy version made, get old logprobs recomputed under the current model, and keep the
+    stale ones as their behaviour logprobs; a fresh sample keeps the rollout's; a sample whose
+    rollout gave none is recomputed."""
+    samples = _samples(4, seed=2)
+    missing = replace(samples[0], old_logprobs=[0.0] * len(samples[0].input_ids), policy_version=5)
+    replayed = replace(samples[1], replayed=True, policy_version=1)
+    older = replace(samples[2], policy_version=3)  # e.g. carried over from an earlier step
+    fresh = replace(samples[3], policy_version=5)
+    settings = UpdateSettings(LossConfig(), micro_batch_size=2)
+    out, metrics = correct_off_policy(model, [missing, replayed, older, fresh], settings, current_version=5)
+    assert out[3] == fresh and metrics["replay/samples"] == 2.0
+    for before, after in zip((missing, replayed, older), out[:3], strict=True):
+        mask = torch.tensor(before.loss_mask[1:], dtype=torch.bool)
+        got = torch.tensor(after.old_logprobs[1:])
+        torch.testing.assert_close(got[mask], _current_logprobs(model, before)[mask])
+        assert torch.all(got[~mask] == 0.0) and after.is_weights is None  # recompute: no weights
+    assert out[1].behaviour == replayed.old_logprobs != out[1].old_logprobs  # the stale ones, kept apart
+    assert out[0].behaviour_logprobs is None  # nothing to weigh against
+
+
+def _policy_gradient(model, sample: Sample, weights: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """By hand: at ratio 1 (π_old = π_θ) DAPO's loss has the gradient of −Σ_t w_t A_t log π_θ(t) / T
+    over the loss tokens (w = 1 without importance weights)."""
+    model.zero_grad(set_to_none=True)
+    batch = collate([sample])
+    logprobs = token_logprobs(model, batch)[0]  # (L-1,)
+    w = torch.ones_like(logprobs) if weights is None else weights
+    (-(w * batch.advantages[0] * batch.loss_mask[0] * logprobs).sum() / batch.loss_mask.sum()).backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad(set_to_none=True)
+    return grads
+
+
+def test_a_replayed_samples_ratio_is_taken_against_recomputed_logprobs(model):
+    """Gradient check: a replayed sample's stored logprobs are far below the current policy's (its
+    ratio e^3 would sit past the clip, so its tokens would get no gradient); corrected, its ratio is
+    1 at the update's start and its gradient is exactly the on-policy one, by hand."""
+    (sample,) = _samples(1, seed=4)
+    sample = replace(
+        sample,
+        advantages=[
+            abs(a) + 0.5 if m else 0.0 for a, m in zip(sample.advantages, sample.loss_mask, strict=True)
+        ],
+    )
+    current = [0.0, *_current_logprobs(model, sample).tolist()]
+    stale = replace(
+        sample,
+        old_logprobs=[(lp - 3.0) * m for lp, m in zip(current, sample.loss_mask, strict=True)],
+        replayed=True,
+    )
+    settings = UpdateSettings(LossConfig(name="dapo"), micro_batch_size=1, max_tokens=16)
+    (corrected,), _ = correct_off_policy(model, [stale], settings)
+    _, got = _gradients(model, [corrected], settings)
+    expected = _policy_gradient(model, sample)
+    for n in expected:
+        torch.testing.assert_close(got[n], expected[n], rtol=1e-4, atol=1e-7)
+    stats, stale_grads = _gradients(model, [stale], settings)  # what the stale ratio did
+    assert stats["loss/clip_frac"] == 1.0 and all(torch.all(g == 0) for g in stale_grads.values())
+
+
+def test_tis_weighs_each_token_by_its_truncated_ratio_to_the_behaviour_policy(model):
+    """correction = "tis": π_old is recomputed and each token's surrogate is weighed by
+    min(π_old/μ, C) against the logprobs it was sampled with; the gradient matches the weighted
+    one by hand, and the ratio's mean and truncation rate are logged under replay/."""
+    sample = max(_samples(7, seed=5), key=lambda s: s.num_loss_tokens)
+    current = [0.0, *_current_logprobs(model, sample).tolist()]
+    # log(π_old/μ) per loss token: 1.0 on odd ones (ratio e, truncated to C = 2), 0.25 on even ones
+    steps = itertools.accumulate(sample.loss_mask)
+    gaps = [(1.0 if k % 2 else 0.25) * m for k, m in zip(steps, sample.loss_mask, strict=True)]
+    behaviour = [(lp - g) * m for lp, g, m in zip(current, gaps, sample.loss_mask, strict=True)]
+    replayed = replace(sample, old_logprobs=behaviour, replayed=True)
+    cap = 2.0
+    settings = UpdateSettings(LossConfig(name="dapo", tis_cap=cap), micro_batch_size=1, correction="tis")
+    (corrected,), metrics = correct_off_policy(model, [replayed], settings)
+    ratios = torch.tensor([g for g, m in zip(gaps, sample.loss_mask, strict=True) if m]).exp()
+    assert metrics["replay/ratio_mean"] == pytest.approx(float(ratios.mean()), rel=1e-4)
+    assert metrics["replay/truncated_share"] == pytest.approx(float((ratios > cap).float().mean()))
+    assert 0 < metrics["replay/truncated_share"] < 1
+    weights = torch.tensor(gaps[1:]).exp().clamp(max=cap)  # (L-1,), aligned like the loss mask
+    _, got = _gradients(model, [corrected], settings)
+    expected = _policy_gradient(model, sample, weights)
+    for n in expected:
+        torch.testing.assert_close(got[n], expected[n], rtol=1e-4, atol=1e-7)
 
 
 def test_a_batch_without_signal_takes_no_optimizer_step(model):

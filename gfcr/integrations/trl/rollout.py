@@ -269,6 +269,20 @@ def check_trl_pipeline(config: PipelineConfig) -> None:
             "but TRL's batch holds num_generations samples of every prompt; drop the budget under TRL "
             "(gfcr train runs it)"
         )
+    if config.replay.mix_ratio > 0:
+        raise ConfigError(
+            f"[replay] mix_ratio = {config.replay.mix_ratio} adds stored samples to each prompt's group "
+            "(RePO), but TRL's batch holds exactly num_generations samples of every prompt; mix under gfcr "
+            "train, or use [replay] rescue under TRL (it replaces a sample within the group)"
+        )
+    if config.replay.correction != "recompute":
+        raise ConfigError(
+            f"[replay] correction = {config.replay.correction!r} weighs replayed tokens in gfcr train's "
+            "loss; under TRL the loss is TRL's, which takes every sample's old logprobs from the current "
+            "policy (the 'recompute' correction) and weighs tokens against rollout_func's logprobs only "
+            "with GRPOConfig(use_vllm=True, vllm_importance_sampling_correction=True); leave correction "
+            "= 'recompute' under TRL"
+        )
     if config.generate.trees or control.branch_at:
         raise ConfigError(
             "[generate] trees and [control] branch_at give each sample per-token advantages from its tree "
