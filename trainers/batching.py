@@ -24,6 +24,7 @@ import torch
 from gfcr.core import Trajectory
 from gfcr.errors import DataError, UnknownNameError
 from gfcr.filter import ADVANTAGE_ESTIMATORS, group_advantages
+from gfcr.filter.process_credit import ProcessCredit
 from gfcr.generate import TREE_ESTIMATORS, token_tree_advantages
 from gfcr.replay import version_number
 
@@ -118,6 +119,7 @@ def samples_from_groups(
     groups: Mapping[str, Sequence[Trajectory]],
     estimator: str = "grpo",
     reward: Callable[[Trajectory], float] | None = None,
+    process: ProcessCredit | None = None,
     *,
     scale: Callable[[Sequence[Trajectory]], float] | None = None,
 ) -> list[Sample]:
@@ -129,6 +131,10 @@ def samples_from_groups(
     - a tree estimator ("treerl", "treerpo": `token_tree_advantages`) gives each token the
       advantage of its node in the tree of the group's token sequences (a prefix shared with a
       branch, or by chance with another sample, is one node valued by all the leaves under it).
+
+    With `process` (the judge stage's process scores, `gfcr.filter.process_credit`), each token's
+    advantage is the outcome's plus `process.weight` times its step's (or segment's) process
+    advantage: `advantage + weight · process advantage`, per token, on either estimator.
 
     With `scale` (SEED-GRPO's `gfcr.filter.seed_grpo.SeedGRPO.scale`), every advantage of a group
     (its process part included) is multiplied by `scale(group)`.
@@ -158,12 +164,28 @@ def samples_from_groups(
             advantages = [by_id[t.id] for t in group]
         else:
             advantages = group_advantages(rewards, estimator).tolist()
+        if process is not None:
+            advantages = [
+                mix_process(outcome, steps, process.weight)
+                for outcome, steps in zip(advantages, process.token_advantages(group), strict=True)
+            ]
         if scale is not None and (factor := scale(group)) != 1.0:  # e.g. SEED-GRPO's damping
             advantages = [a * factor if isinstance(a, float) else [x * factor for x in a] for a in advantages]
         for trajectory, r, advantage in zip(group, rewards, advantages, strict=True):
             if trajectory.tokens is not None and sum(trajectory.tokens.loss_mask) > 0:
                 samples.append(sample_from_trajectory(trajectory, advantage, r))
     return samples
+
+
+def mix_process(outcome: float | Sequence[float], process: Sequence[float], weight: float) -> list[float]:
+    """Per completion token: the outcome advantage (one per sequence, or per token) plus `weight`
+    times the process advantage.
+
+    >>> mix_process(1.0, [0.5, 0.0, -0.5], 0.2), mix_process([1.0, 2.0], [1.0, 1.0], 0.5)
+    ([1.1, 1.0, 0.9], [1.5, 2.5])
+    """
+    per_token = [float(outcome)] * len(process) if isinstance(outcome, int | float) else list(outcome)
+    return [a + weight * p for a, p in zip(per_token, process, strict=True)]
 
 
 @dataclass

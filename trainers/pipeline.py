@@ -49,6 +49,8 @@ from gfcr.core.admission import RESOURCES, add_waits
 from gfcr.core.hooks import branch_points
 from gfcr.errors import ConfigError
 from gfcr.filter import JudgeStage, OverlongPenalty
+from gfcr.filter.process import ByEnv, ProcessScorer
+from gfcr.filter.process_credit import ProcessConfig, ProcessJudge
 from gfcr.filter.entropy import mean_token_entropy
 from gfcr.filter.indicators import batch_indicators, zero_variance
 from gfcr.filter.seed_grpo import SeedGRPO
@@ -125,6 +127,7 @@ class RolloutPipeline:
         runner: RunnerConfig | None = None,
         branch_tokens: BranchTokens | None = None,
         judge: JudgeStage | None = None,
+        process: ProcessJudge | None = None,
         replay: ReplaySink | None = None,
         rescue: bool = False,
         mix: OffPolicyMix | None = None,
@@ -134,6 +137,8 @@ class RolloutPipeline:
     ) -> None:
         self.controller, self.replay, self.rescue = controller, replay, rescue
         self.judge = judge or JudgeStage()
+        self.process = process  # [judge.process]: per-step scores mixed into credit
+        self.process_counts = (0, 0)  # this step's units scored, and left unscored
         self.estimator, self.seed = estimator, seed
         self.mix, self.mixed = mix, 0  # [replay] mix_ratio, mix_rule; replayed samples mixed in this step
         self.seed_grpo = seed_grpo  # [credit.seed_grpo]: each group's advantages damped by its entropy
@@ -180,6 +185,7 @@ class RolloutPipeline:
         overlong = config.overlong_penalty
         penalty = OverlongPenalty(*overlong.lengths(episode_tokens)) if overlong.enabled else None
         judge = config.judge.stage(penalty)
+        process = process_judge(config.judge.process, tasks, policy)
         rescue, mix = config.replay.rescue, config.replay.mix()
         kept = replay is not None or config.replay.enabled
         if mix is not None and not kept:
@@ -200,6 +206,7 @@ class RolloutPipeline:
             runner=runner,
             branch_tokens=generate.branch_tokens,
             judge=judge,
+            process=process,
             replay=replay,
             rescue=rescue,
             mix=mix,
@@ -225,13 +232,17 @@ class RolloutPipeline:
         self.batch = batch = StepBatch({})
         batch.decided = self.controller.collect(self.sample, list(candidates or self.task_ids))
         batch.groups, rescued = self._keep(batch.decided.groups)
+        if self.process is not None:  # process scores shape credit only: the groups it trains on
+            counts = [self.process.annotate(group) for group in batch.groups.values()]
+            self.process_counts = (sum(c[0] for c in counts), sum(c[1] for c in counts))
         batch.metrics = self._metrics(batch, rescued)
         return batch
 
     def credit(self, batch: StepBatch) -> list[Sample]:
         """The credit stage: every kept episode as a sample with its per-token advantages."""
+        credit = self.process.credit if self.process is not None else None
         scale = self.seed_grpo.scale if self.seed_grpo is not None else None
-        return samples_from_groups(batch.groups, self.estimator, self.reward, scale=scale)
+        return samples_from_groups(batch.groups, self.estimator, self.reward, credit, scale=scale)
 
     def sample(self, plan: Mapping[str, int]) -> list[Trajectory]:
         """One round of the generate stage: `plan[task]` samples of each task, with fresh seeds (the
@@ -378,6 +389,9 @@ class RolloutPipeline:
             metrics[f"judge/{name}_mean"] = float(np.mean(parts)) if parts else 0.0
         if self.judge.gates:
             metrics["judge/gated_share"] = float(np.mean(["gate" in t.reward_terms for t in trained] or [0]))
+        if self.process is not None:
+            scored, unscored = self.process_counts  # steps (or lines) scored, and left unscored
+            metrics |= {"judge/process_scored": float(scored), "judge/process_unscored": float(unscored)}
         spread = [semantic_entropy(group) for group in batch.groups.values()]  # in meaning, nats
         metrics["judge/semantic_entropy_mean"] = float(np.mean(spread)) if spread else 0.0
         entropy = mean_token_entropy(generated)  # None where the policy reports no entropies
@@ -396,6 +410,29 @@ class RolloutPipeline:
         self.samples_total = int(state["samples_total"])
         self.tokens_total = int(state["tokens_total"])
         self.rounds_total = int(state["rounds_total"])
+
+
+def process_judge(config: ProcessConfig, tasks: Sequence[EpisodeSpec], policy: Policy) -> ProcessJudge | None:
+    """`[judge.process]`'s scorer (None while off): with "rules", each env's own
+    (`TextEnv.process_rules`); lines are cut with the policy's `decode`."""
+    if not config.enabled:
+        return None
+    rules: ProcessScorer | None = None
+    if config.scorer == "rules":
+        envs = {spec.env.env_id: spec.env for spec in tasks}
+        by_env = {env_id: env_rules(env) for env_id, env in envs.items()}
+        found = [r for r in by_env.values() if r is not None]
+        rules = found[0] if len(by_env) == 1 and found else ByEnv(by_env) if found else None
+    return config.build(rules, getattr(policy, "decode", None))
+
+
+def env_rules(env: EnvConfig) -> ProcessScorer | None:
+    """The env family's process rules (`TextEnv.process_rules`; None where it has none)."""
+    made = gym.make(env.env_id, **env.kwargs)
+    try:
+        return getattr(made.unwrapped, "process_rules", None)
+    finally:
+        made.close()
 
 
 def task_source(env: EnvConfig) -> Any:

@@ -9,8 +9,10 @@
 - `LLMJudge`: a pointwise grader backed by any chat model, policy or policy spec (`PolicyChat`:
   cached, deadlined, concurrency-limited); `GroupJudge` ranks a group's responses against each
   other (listwise, pairwise); a judge that fails gives no score (`judge_failure`), never 0.
-- `ProcessScorer` and `ProcessScoreHook`: step-level scores written into each step's signals
-  through the runner's Filter hook.
+- Process scores (`[judge.process]` = `ProcessConfig`): a `ProcessScorer` per step, a policy as
+  the PRM (`PolicyPRM`) or a family's rule (`ProgressScorer`); `ProcessJudge` writes them into the
+  steps' signals and `ProcessCredit` makes them per-token advantages; `ProcessScoreHook` writes
+  them during a rollout through the runner's Filter hook.
 - Training signals: `group_advantages` (GRPO, Dr. GRPO, RLOO) and `overlong_penalty` (DAPO).
 
 >>> from gfcr.filter import group_advantages
@@ -33,7 +35,8 @@ from gfcr.filter.compose import (
 from gfcr.filter.config import JudgeConfig
 from gfcr.filter.group_judge import GroupJudge
 from gfcr.filter.judge import LLMJudge
-from gfcr.filter.process import ProcessScoreHook, ProcessScorer
+from gfcr.filter.process import PolicyPRM, ProcessScoreHook, ProcessScorer, ProgressScorer
+from gfcr.filter.process_credit import ProcessConfig, ProcessCredit, ProcessJudge
 from gfcr.filter.rubric import Criterion, Rubric
 from gfcr.filter.signals import ADVANTAGE_ESTIMATORS, group_advantages, overlong_penalty
 from gfcr.filter.verifier import SignalVerifier
@@ -50,9 +53,14 @@ __all__ = [
     "LengthPenalty",
     "MajorityVote",
     "PolicyChat",
+    "PolicyPRM",
+    "ProcessConfig",
+    "ProcessCredit",
+    "ProcessJudge",
     "ProcessScoreHook",
     "OverlongPenalty",
     "ProcessScorer",
+    "ProgressScorer",
     "RewardTerm",
     "Rubric",
     "ShorterBetter",

@@ -30,6 +30,7 @@ from gfcr.filter.compose import (
     ShorterBetter,
     Weighted,
 )
+from gfcr.filter.process_credit import ProcessConfig
 from gfcr.filter.semantic import answer_clusters
 
 LENGTH_KINDS = ("none", "shorter_better", "kimi")
@@ -85,6 +86,10 @@ class JudgeConfig:
     gate_reward: float = setting(0.0, "The reward of a gated episode (zero), or its ceiling (cap).")
     majority: MajorityConfig = setting(default_factory=MajorityConfig, help="TTRL's majority vote.")
     length: LengthConfig = setting(default_factory=LengthConfig, help="A group length term.")
+    process: ProcessConfig = setting(
+        default_factory=ProcessConfig,
+        help="Process scores per step or line, mixed into each token's advantage (not a reward term).",
+    )
 
     def __post_init__(self) -> None:
         if self.gate not in GATE_MODES:

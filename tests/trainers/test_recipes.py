@@ -18,6 +18,7 @@ from gfcr.trainers.config import PipelineConfig, read_toml
 RECIPES = sorted((Path(__file__).parents[2] / "examples" / "methods").glob("*.toml"))
 METHODS = {"grpo", "dr_grpo", "dapo", "greso", "vcrl", "vade", "sec", "ar3po", "treerl", "treerpo", "gspo"}
 METHODS |= {"seed_grpo"}  # the credit stage's
+METHODS |= {"prm"}  # the judge stage's process scores, mixed into credit
 TREES = {"treerl", "treerpo"}  # per-token credit from a tree: gfcr train only
 
 
@@ -35,6 +36,9 @@ def shrunk(path: Path, tiny_model: Path, env_id: str, out_dir: Path) -> TrainCon
     }
     for section, values in overrides.items():
         data[section] = {**data.get(section, {}), **values}
+    process = data.get("judge", {}).get("process", {})
+    if process.get("scorer", "rules") != "rules":  # a policy as the PRM: the tiny model, no reply file
+        process |= {"scorer": f"hf:{tiny_model}", "cache_path": None, "max_tokens": 8}
     return TrainConfig.from_dict(
         {**data, "steps": 1, "out_dir": str(out_dir), "checkpoint_every": 0, "threads": 1}
     )
@@ -94,6 +98,19 @@ def test_the_recipe_runs_one_step_and_its_method_acts(path, tiny_model, parity_e
             seed_grpo = recipe.pipeline.credit.seed_grpo
             assert seed_grpo.enabled and trainer.pipeline.seed_grpo == seed_grpo
             assert "judge/semantic_entropy_mean" in m
+        case "prm":  # every line of every trained response asked of the PRM (the tiny one answers noise)
+            process = trainer.pipeline.process
+            assert process is not None and process.credit.segments == "lines" and process.credit.weight == 0.5
+            assert m["judge/process_scored"] + m["judge/process_unscored"] >= len(trainer.last_rollout.trained)
+        case "repo":  # the same prompts again: each group of 4 gets 4 stored samples, weighed by tis
+            assert m["keep/mixed"] == 0 and m["replay/samples"] == 0  # nothing stored before step 1
+            again = trainer.pipeline.step(candidates=list(trainer.last_rollout.groups))
+            assert again.metrics["keep/mixed"] == 8
+            samples, log = correct_off_policy(
+                trainer.model, trainer.pipeline.credit(again), trainer.settings, current_version=trainer.step
+            )
+            assert log["replay/samples"] == 8 and "replay/truncated_share" in log
+            assert all(s.is_weights is not None for s in samples if s.replayed)
         case _:
             pytest.fail(f"no check for the recipe {name}")
 
@@ -102,6 +119,10 @@ def test_the_recipe_runs_one_step_and_its_method_acts(path, tiny_model, parity_e
 def test_the_recipe_configures_trl_unless_it_grows_trees(path):
     from gfcr.integrations.trl import rollout_func
 
+    if path.stem == "prm":  # per-token process advantages: TRL takes per-token ones from trees only
+        with pytest.raises(ConfigError, match=r"\[judge.process\] mixes per-step process advantages"):
+            rollout_func("gfcr/ToolUse-v0", config=path, num_tasks=4)
+        return
     if path.stem == "seed_grpo":  # TRL computes the advantages itself: nothing of gfcr's to scale
         with pytest.raises(ConfigError, match=r"\[credit.seed_grpo\] scales the advantages"):
             rollout_func("gfcr/ToolUse-v0", config=path, num_tasks=4)

@@ -263,6 +263,12 @@ def check_trl_pipeline(config: PipelineConfig) -> None:
             "GRPOTrainer computes them from the reward functions (a reward scaled per group is "
             "normalised away); drop [credit.seed_grpo] under TRL (gfcr train runs it)"
         )
+    if config.judge.process.enabled:
+        raise ConfigError(
+            "[judge.process] mixes per-step process advantages into each token's advantage, but under TRL "
+            "only TreeGRPOTrainer takes per-token advantages from the rollout, and only a tree's "
+            "(gfcr_advantages); train a PRM-shaped recipe with gfcr train, or set [judge.process] weight = 0"
+        )
     if control.sample_budget is not None or control.token_budget is not None:
         raise ConfigError(
             "[control] sample_budget/token_budget allocate a different number of samples to each prompt, "
