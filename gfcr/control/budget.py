@@ -7,6 +7,12 @@ by marginal value per unit cost is optimal for this concave-in-n objective: unce
 or none. Costs are one per sample, or the prompt's mean response length in tokens.
 In the spirit of variance-informed rollout allocation (e.g. VIP, Nguyen et al. 2026;
 GVM-RAFT, Yao et al. 2025).
+
+Uncertainty-aware allocation (`uncertainty_weight` w > 0) also weighs each prompt's value by how
+much its last groups' answers disagreed in meaning: value × (1 + w · H), H the normalised
+semantic entropy the history keeps (`PromptStats.semantic_entropy`, in [0, 1]; 0 before any
+group was read), so of two prompts equally likely to give a spread, the one the model answers
+inconsistently gets more samples (as SEED-GRPO reads semantic entropy as the model's uncertainty).
 """
 
 from __future__ import annotations
@@ -27,11 +33,15 @@ class BudgetScheduler:
     >>> h.update("solved", [1.0] * 32); h.update("open", [1.0, 0.0])
     >>> BudgetScheduler(min_samples=2, max_samples=8).allocate(["solved", "open"], h, samples=10)
     {'solved': 3, 'open': 7}
+    >>> h.update("scattered", [1.0, 0.0], entropy=1.0); h.update("agreed", [1.0, 0.0], entropy=0.0)
+    >>> BudgetScheduler(2, 16, uncertainty_weight=2.0).allocate(["scattered", "agreed"], h, samples=12)
+    {'scattered': 8, 'agreed': 4}
     """
 
     min_samples: int = 2
     max_samples: int = 32
     default_length: float = 512.0  # tokens assumed for a prompt with no length history
+    uncertainty_weight: float = 0.0  # w: a prompt's value × (1 + w · its normalised semantic entropy)
 
     def __post_init__(self) -> None:
         if not 2 <= self.min_samples <= self.max_samples:
@@ -40,6 +50,8 @@ class BudgetScheduler:
             )
         if self.default_length <= 0:
             raise ConfigError(f"default_length must be > 0, got {self.default_length}")
+        if self.uncertainty_weight < 0:
+            raise ConfigError(f"uncertainty_weight must be >= 0 (0: off), got {self.uncertainty_weight}")
 
     def allocate(
         self,
@@ -59,7 +71,9 @@ class BudgetScheduler:
             return 1.0 if tokens is None else (stats[task_id].mean_length or self.default_length)
 
         def value(task_id: str, n: int) -> float:
-            return p_informative(stats[task_id].alpha, stats[task_id].beta, n)
+            s = stats[task_id]
+            uncertainty = 1 + self.uncertainty_weight * (s.semantic_entropy or 0.0)
+            return p_informative(s.alpha, s.beta, n) * uncertainty
 
         counts = dict.fromkeys(task_ids, 0)
         # First: which prompts get a group at all, best value per cost first.

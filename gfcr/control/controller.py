@@ -107,6 +107,11 @@ class ControlConfig:
     token_budget: int | None = setting(None, "Or expected response tokens per num_prompts prompts.")
     min_samples: int = setting(2, "Under a budget: samples of a prompt that gets any.")
     max_samples: int = setting(32, "Under a budget: samples of one prompt at most.")
+    uncertainty_weight: float = setting(
+        0.0,
+        "Under a budget: w > 0 gives prompts whose last groups' answers scattered in meaning more "
+        "samples (value × (1 + w · normalised semantic entropy)); 0: off.",
+    )
     temperature_solved: float | None = setting(
         None, "Temperature of prompts the posterior calls solved (hotter finds failures; None: the runner's)."
     )
@@ -188,6 +193,13 @@ class ControlConfig:
         _require(
             2 <= self.min_samples <= self.max_samples,
             f"need 2 <= min_samples <= max_samples, got {self.min_samples} and {self.max_samples}",
+        )
+        weight = self.uncertainty_weight
+        _require(weight >= 0, f"uncertainty_weight must be >= 0 (0: off), got {weight}")
+        _require(
+            not weight or self.sample_budget is not None or self.token_budget is not None,
+            f"uncertainty_weight = {weight} weighs a budget's allocation, but no budget is "
+            "set (every prompt gets group_size samples); set sample_budget or token_budget",
         )
         self.temperature_rule()  # validates its four keys
 
@@ -277,7 +289,9 @@ class RolloutController(Controller):
         self.config = config = config or ControlConfig()
         self.history = history or PromptHistory(config.prior, config.decay, config.success_at)
         self.selector = make_selector(config, category)
-        self.budget = BudgetScheduler(config.min_samples, config.max_samples)
+        self.budget = BudgetScheduler(
+            config.min_samples, config.max_samples, uncertainty_weight=config.uncertainty_weight
+        )
         self.temperature = config.temperature_rule()
         self.stopping = (
             EarlyStopping(config.group_size, config.wave, config.confidence)

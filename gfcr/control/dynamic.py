@@ -25,6 +25,7 @@ from gfcr.control.posterior import PromptHistory, is_informative
 from gfcr.control.selection import LearningSelector, PromptSelector, UniformSelector
 from gfcr.core import Trajectory
 from gfcr.errors import ConfigError
+from gfcr.filter.semantic import normalised_entropy
 from gfcr.filter.signals import response_length
 from gfcr.generate.groups import group_by_task
 
@@ -77,10 +78,11 @@ def observe(
     groups: Mapping[str, Sequence[Trajectory]],
     selector: PromptSelector | None = None,
 ) -> None:
-    """Record each group's rewards and response lengths in `history`, and tell a selector that
-    learns from outcomes (SEC's bandit) what the groups yielded."""
+    """Record each group's rewards, response lengths and semantic entropy in `history`, and tell a
+    selector that learns from outcomes (SEC's bandit) what the groups yielded."""
     for task_id, group in groups.items():
-        history.update(task_id, [t.reward for t in group], [response_length(t) for t in group])
+        lengths = [response_length(t) for t in group]
+        history.update(task_id, [t.reward for t in group], lengths, normalised_entropy(group))
     if isinstance(selector, LearningSelector):
         selector.learn({task_id: [t.reward for t in group] for task_id, group in groups.items()})
 

@@ -59,6 +59,9 @@ class PromptStats:
     zero_variance_streak: int = 0  # consecutive groups with all rewards equal
     mean_length: float | None = None  # mean response length over every sample seen
     best_length: int | None = None  # shortest successful response seen
+    # normalised semantic entropy (gfcr.filter.semantic) of its last groups, each older one at half
+    # the weight of the next; None before a group's answers were read
+    semantic_entropy: float | None = None
 
     @property
     def mean(self) -> float:
@@ -114,8 +117,15 @@ class PromptHistory:
     def seen(self, task_id: str) -> bool:
         return task_id in self.stats
 
-    def update(self, task_id: str, rewards: Sequence[float], lengths: Sequence[int] = ()) -> None:
-        """Add one group's rewards (and, optionally, its response lengths in the same order)."""
+    def update(
+        self,
+        task_id: str,
+        rewards: Sequence[float],
+        lengths: Sequence[int] = (),
+        entropy: float | None = None,
+    ) -> None:
+        """Add one group's rewards (and, optionally, its response lengths in the same order and the
+        normalised semantic entropy of its answers)."""
         if not rewards:
             return
         s = self.stats.setdefault(task_id, PromptStats(*self.prior))
@@ -133,3 +143,5 @@ class PromptHistory:
             if good:
                 s.best_length = min(good + ([s.best_length] if s.best_length is not None else []))
         s.samples += len(rewards)
+        if entropy is not None:
+            s.semantic_entropy = entropy if s.semantic_entropy is None else (s.semantic_entropy + entropy) / 2

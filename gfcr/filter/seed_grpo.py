@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from gfcr.core import Trajectory
 from gfcr.core.config import setting
 from gfcr.errors import ConfigError, UnknownNameError
-from gfcr.filter.semantic import semantic_entropy
+from gfcr.filter.semantic import normalised_entropy
 
 SHAPES = ("linear", "exponential")
 
@@ -50,17 +50,16 @@ class SeedGRPO:
                 f"turns negative and flips the update); got {self.alpha} with shape {self.shape!r}"
             )
 
-    def factor(self, entropy: float, answers: int) -> float:
-        """f(α · entropy / ln answers): 1.0 for a group of one answer (its entropy is 0 of 0).
+    def factor(self, normalised: float) -> float:
+        """f(α · x) of a normalised entropy x = SE / SE_max in [0, 1].
 
-        >>> SeedGRPO(alpha=0.5).factor(math.log(8), 8), SeedGRPO(shape="exponential").factor(0.0, 8)
+        >>> SeedGRPO(alpha=0.5).factor(1.0), SeedGRPO(shape="exponential").factor(0.0)
         (0.5, 1.0)
         """
-        if answers < 2:
-            return 1.0
-        x = self.alpha * entropy / math.log(answers)
+        x = self.alpha * normalised
         return 1.0 - x if self.shape == "linear" else math.exp(-x)
 
     def scale(self, group: Sequence[Trajectory]) -> float:
-        """The factor of `group`'s advantages (its failed episodes, not answers, left out)."""
-        return self.factor(semantic_entropy(group), sum(t.status != "failed" for t in group))
+        """The factor of `group`'s advantages (its failed episodes, no answers, left out; a group
+        of one answer keeps its full update)."""
+        return self.factor(normalised_entropy(group))

@@ -144,3 +144,15 @@ def semantic_entropy(group: Sequence[Trajectory]) -> float:
     1.0397
     """
     return cluster_entropy(answer_clusters([t for t in group if t.status != "failed"]))
+
+
+def normalised_entropy(group: Sequence[Trajectory]) -> float:
+    """`semantic_entropy` over its most, ln G for the G members it counts: in [0, 1]; 0 below two.
+
+    >>> from gfcr.core import Step
+    >>> group = [Trajectory("e", "t", "?", [Step(a, "", 0.0, True, False)]) for a in ["4", "4", "5", "6"]]
+    >>> normalised_entropy(group)  # 1.5 ln 2 of ln 4
+    0.75
+    """
+    answers = sum(t.status != "failed" for t in group)
+    return semantic_entropy(group) / math.log(answers) if answers >= 2 else 0.0

@@ -66,3 +66,22 @@ def test_seed_grpo_damps_each_groups_advantages_by_its_semantic_entropy(make_con
         expected += (advantages * factor).tolist()
     assert [s.advantage for s in samples] == pytest.approx(expected)
     assert any(abs(e) < abs(p) for e, p in zip(expected, plain, strict=True))  # some update was damped
+
+
+def test_an_uncertainty_weighted_budget_samples_the_scattered_prompt_more(make_config):
+    """[control] uncertainty_weight: of two prompts with the same reward record, the one whose last
+    groups' answers scattered gets more of the budget; the step's own groups are read into the history."""
+    control = {"sample_budget": 10, "max_samples": 10, "uncertainty_weight": 4.0}
+    trainer = Trainer(make_config(env={"num_tasks": 2}, control=control))
+    scattered, agreed = trainer.pipeline.task_ids
+    history = trainer.controller.history
+    for _ in range(3):
+        history.update(scattered, [1.0, 0.0], entropy=1.0)
+        history.update(agreed, [1.0, 0.0], entropy=0.0)
+    metrics = trainer.rl_step()
+    groups = trainer.last_rollout.groups
+    assert len(groups[scattered]) > len(groups[agreed]) and metrics["allocate/samples"] == 10
+    for task, before in ((scattered, 1.0), (agreed, 0.0)):
+        group = groups[task]
+        read = entropy_by_hand(group) / math.log(len(group))
+        assert history.get(task).semantic_entropy == pytest.approx((before + read) / 2)
