@@ -49,10 +49,10 @@ from gfcr.core.admission import RESOURCES, add_waits
 from gfcr.core.hooks import branch_points
 from gfcr.errors import ConfigError
 from gfcr.filter import JudgeStage, OverlongPenalty
-from gfcr.filter.process import ByEnv, ProcessScorer
-from gfcr.filter.process_credit import ProcessConfig, ProcessJudge
 from gfcr.filter.entropy import mean_token_entropy
 from gfcr.filter.indicators import batch_indicators, zero_variance
+from gfcr.filter.process import ByEnv, ProcessScorer
+from gfcr.filter.process_credit import ProcessConfig, ProcessJudge
 from gfcr.filter.seed_grpo import SeedGRPO
 from gfcr.filter.semantic import semantic_entropy
 from gfcr.generate import BranchTokens, GuidedPolicy, group_by_task, round_seed
@@ -127,6 +127,7 @@ class RolloutPipeline:
         runner: RunnerConfig | None = None,
         branch_tokens: BranchTokens | None = None,
         judge: JudgeStage | None = None,
+        judges: Mapping[str, JudgeStage] | None = None,
         process: ProcessJudge | None = None,
         replay: ReplaySink | None = None,
         rescue: bool = False,
@@ -136,12 +137,13 @@ class RolloutPipeline:
         seed: int = 0,
     ) -> None:
         self.controller, self.replay, self.rescue = controller, replay, rescue
-        self.judge = judge or JudgeStage()
+        self.judge = judge or JudgeStage()  # the run's; `judges`: those of envs with their own
+        self.judges = dict(judges or {})
         self.process = process  # [judge.process]: per-step scores mixed into credit
         self.process_counts = (0, 0)  # this step's units scored, and left unscored
         self.estimator, self.seed = estimator, seed
-        self.mix, self.mixed = mix, 0  # [replay] mix_ratio, mix_rule; replayed samples mixed in this step
         self.seed_grpo = seed_grpo  # [credit.seed_grpo]: each group's advantages damped by its entropy
+        self.mix, self.mixed = mix, 0  # [replay] mix_ratio, mix_rule; replayed samples mixed in this step
         self.tasks = list(tasks)
         self.templates: dict[str, EpisodeSpec] = {}  # task id -> the pool's first spec of it
         for spec in self.tasks:
@@ -185,6 +187,7 @@ class RolloutPipeline:
         overlong = config.overlong_penalty
         penalty = OverlongPenalty(*overlong.lengths(episode_tokens)) if overlong.enabled else None
         judge = config.judge.stage(penalty)
+        judges = {env_id: config.judge.for_env(env_id).stage(penalty) for env_id in config.judge.envs}
         process = process_judge(config.judge.process, tasks, policy)
         rescue, mix = config.replay.rescue, config.replay.mix()
         kept = replay is not None or config.replay.enabled
@@ -206,6 +209,7 @@ class RolloutPipeline:
             runner=runner,
             branch_tokens=generate.branch_tokens,
             judge=judge,
+            judges=judges,
             process=process,
             replay=replay,
             rescue=rescue,
@@ -323,12 +327,17 @@ class RolloutPipeline:
     def _judge(self, trajectories: Sequence[Trajectory]) -> None:
         """The judge stage on one round: each task's samples are judged as one group."""
         for task_id, group in group_by_task(trajectories).items():
-            self.batch_judge_failures += self.judge.judge(self.task(task_id, group[0]), group)
+            stage = self.judge_of(group[0].env_id)
+            self.batch_judge_failures += stage.judge(self.task(task_id, group[0], stage), group)
 
-    def task(self, task_id: str, trajectory: Trajectory) -> Task:
-        """The env's `Task` of `task_id` (its gold data) for a judge that reads it, made once per
-        env; the trajectory's id and prompt alone when no term reads more."""
-        if not self.judge.needs_task:
+    def judge_of(self, env_id: str) -> JudgeStage:
+        """The judge stage of an env's episodes: its own (`[judge.envs]`), else the run's."""
+        return self.judges.get(env_id, self.judge)
+
+    def task(self, task_id: str, trajectory: Trajectory, stage: JudgeStage) -> Task:
+        """The env's `Task` of `task_id` (its gold data) for a stage whose terms read it, made once
+        per env; the trajectory's id and prompt alone when no term reads more."""
+        if not stage.needs_task:
             return Task(task_id, trajectory.prompt)
         spec = self.templates[task_id]
         if spec.env.key not in self._task_sources:
@@ -384,10 +393,12 @@ class RolloutPipeline:
             "judge/reward_mean": float(np.mean(judged)) if judged else 0.0,
             "judge/failures": float(self.batch_judge_failures),
         }
-        for name in [w.name for w in self.judge.terms] + ["gate"]:  # each term's mean part
+        stages = [self.judge, *self.judges.values()]
+        names = dict.fromkeys(w.name for stage in stages for w in stage.terms)
+        for name in [*names, "gate"]:  # each term's mean part (0 where an env's stage has none)
             parts = [t.reward_terms.get(name, 0.0) for t in trained]
             metrics[f"judge/{name}_mean"] = float(np.mean(parts)) if parts else 0.0
-        if self.judge.gates:
+        if any(stage.gates for stage in stages):
             metrics["judge/gated_share"] = float(np.mean(["gate" in t.reward_terms for t in trained] or [0]))
         if self.process is not None:
             scored, unscored = self.process_counts  # steps (or lines) scored, and left unscored

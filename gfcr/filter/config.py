@@ -4,7 +4,6 @@ The reward an optimizer sees is declared here (`gfcr.filter.compose`): the env's
 weight, gates, and one sub-table per term, each declared in its module. Off by default: the
 reward is the env's own.
 
->>> from gfcr.core.config import from_dict
 >>> config = from_dict(JudgeConfig, {"verifier": 1.0, "length": {"kind": "shorter_better", "weight": 0.001}})
 >>> [w.name for w in config.stage().terms]
 ['verifier', 'length']
@@ -16,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from gfcr.core.config import setting
+from gfcr.core.config import from_dict, setting
 from gfcr.errors import ConfigError
 from gfcr.filter.compose import (
     GATE_MODES,
@@ -90,15 +90,35 @@ class JudgeConfig:
         default_factory=ProcessConfig,
         help="Process scores per step or line, mixed into each token's advantage (not a reward term).",
     )
+    envs: dict[str, dict[str, Any]] = setting(
+        default_factory=dict,
+        help='Per-env judge stages, by env id: a [judge] table of its own for that env\'s episodes, in '
+        'place of this one (e.g. [judge.envs."gfcr/Code-v0"] gates = ["tests_ran"]).',
+    )
 
     def __post_init__(self) -> None:
         if self.gate not in GATE_MODES:
             raise ConfigError(f"[judge] gate must be one of {', '.join(GATE_MODES)}, got {self.gate!r}")
+        for env_id, table in self.envs.items():
+            if "envs" in table:
+                raise ConfigError(f'[judge.envs."{env_id}"] cannot hold envs of its own; move them up')
+            self.for_env(env_id)  # a bad key fails when the recipe loads, not at the first step
         if self.verifier == 0.0 and not self.weighted():
             raise ConfigError(
                 "[judge] verifier = 0 with no other term leaves no reward at all; give a term a weight "
                 "(e.g. [judge.majority] weight = 1.0 for label-free training)"
             )
+
+    def for_env(self, env_id: str) -> JudgeConfig:
+        """The judge settings of `env_id`'s episodes: its `envs` table, else these.
+
+        >>> config = from_dict(JudgeConfig, {"envs": {"gfcr/Code-v0": {"gates": ["tests_ran"]}}})
+        >>> config.for_env("gfcr/Code-v0").gates, config.for_env("gfcr/Math-v0").gates
+        (('tests_ran',), ())
+        """
+        if env_id not in self.envs:
+            return self
+        return from_dict(JudgeConfig, self.envs[env_id], f'judge.envs."{env_id}"')
 
     @property
     def label_free(self) -> bool:

@@ -85,3 +85,13 @@ def test_an_episode_the_judge_could_not_score_is_left_out_of_training_not_scored
     trained = {t.id for g in trained_groups(trainer) for t in g}
     assert trained.isdisjoint(t.id for t in failed) and len(trained) == 2 * 2  # groups of 3, one failed
     assert metrics["credit/samples"] == len(trained)
+
+
+def test_an_envs_own_judge_table_replaces_the_runs_for_its_episodes(make_config, parity_env):
+    judge = {"length": {"kind": "kimi", "weight": 1.0}, "envs": {parity_env: {"gates": ["correct"]}}}
+    trainer = Trainer(make_config(judge=judge, rollout={"prompts_per_step": 4}, steps=1))
+    trainer.train()
+    trained = [t for g in trained_groups(trainer) for t in g]
+    assert all("length" not in t.reward_terms for t in trained)  # the env's table has no length term
+    assert all(t.reward == float(t.signals["correct"]) for t in trained)
+    assert {k for t in trained for k in t.reward_terms} == {"verifier", "gate"}
