@@ -14,10 +14,12 @@ from gfcr.control.selection import GresoSelector, SecSelector, ThompsonSelector,
 from gfcr.errors import ConfigError
 from gfcr.trainers import TrainConfig, Trainer
 from gfcr.trainers.config import PipelineConfig, read_toml
+from gfcr.trainers.update import correct_off_policy
 
 RECIPES = sorted((Path(__file__).parents[2] / "examples" / "methods").glob("*.toml"))
 METHODS = {"grpo", "dr_grpo", "dapo", "greso", "vcrl", "vade", "sec", "ar3po", "treerl", "treerpo", "gspo"}
 METHODS |= {"seed_grpo"}  # the credit stage's
+METHODS |= {"repo"}  # the keep stage's replay mix, corrected in the update
 METHODS |= {"prm"}  # the judge stage's process scores, mixed into credit
 TREES = {"treerl", "treerpo"}  # per-token credit from a tree: gfcr train only
 
@@ -111,6 +113,15 @@ def test_the_recipe_runs_one_step_and_its_method_acts(path, tiny_model, parity_e
             )
             assert log["replay/samples"] == 8 and "replay/truncated_share" in log
             assert all(s.is_weights is not None for s in samples if s.replayed)
+        case "repo":  # the same prompts again: each group of 4 gets 4 stored samples, weighed by tis
+            assert m["keep/mixed"] == 0 and m["replay/samples"] == 0  # nothing stored before step 1
+            again = trainer.pipeline.step(candidates=list(trainer.last_rollout.groups))
+            assert again.metrics["keep/mixed"] == 8
+            samples, log = correct_off_policy(
+                trainer.model, trainer.pipeline.credit(again), trainer.settings, current_version=trainer.step
+            )
+            assert log["replay/samples"] == 8 and "replay/truncated_share" in log
+            assert all(s.is_weights is not None for s in samples if s.replayed)
         case _:
             pytest.fail(f"no check for the recipe {name}")
 
@@ -119,6 +130,10 @@ def test_the_recipe_runs_one_step_and_its_method_acts(path, tiny_model, parity_e
 def test_the_recipe_configures_trl_unless_it_grows_trees(path):
     from gfcr.integrations.trl import rollout_func
 
+    if path.stem == "repo":  # TRL's batch holds num_generations fresh samples of each prompt
+        with pytest.raises(ConfigError, match=r"\[replay\] mix_ratio = 0.5 .* exactly num_generations"):
+            rollout_func("gfcr/ToolUse-v0", config=path, num_tasks=4)
+        return
     if path.stem == "prm":  # per-token process advantages: TRL takes per-token ones from trees only
         with pytest.raises(ConfigError, match=r"\[judge.process\] mixes per-step process advantages"):
             rollout_func("gfcr/ToolUse-v0", config=path, num_tasks=4)
