@@ -219,3 +219,30 @@ def test_unknown_loss_names_the_known_ones():
         policy_loss(
             "dapo2", torch.zeros(1, 1), torch.zeros(1, 1), torch.zeros(1), torch.ones(1, 1), BatchTotals(1, 1)
         )
+
+
+@pytest.mark.parametrize("name", LOSSES)
+def test_importance_weights_scale_each_sequences_surrogate_and_leave_the_kl_alone(name):
+    """Truncated importance weights (one value per sequence here, as GSPO's are): the weighted
+    policy term is the weights' sum of each sequence's own term, with the whole batch's totals;
+    weights of 1 give the unweighted loss bit for bit; the KL term is never weighted."""
+    logp, old, ref, mask, adv = random_batch(7)
+    totals = BatchTotals(logp.shape[0], int(mask.sum()), 16)
+    t = lambda a: torch.tensor(a, dtype=torch.float64)  # noqa: E731
+    eps = dict(zip(("epsilon_low", "epsilon_high"), EPS[name], strict=True))
+
+    def loss(rows, weights=None):
+        w = None if weights is None else t(weights)[:, None].expand(len(rows), logp.shape[1])
+        return policy_loss(
+            name, t(logp[rows]), t(old[rows]), t(adv[rows]), t(mask[rows]), totals,
+            ref_logprobs=t(ref[rows]), beta=0.1, is_weights=w, **eps,
+        )  # fmt: skip
+
+    every = list(range(logp.shape[0]))
+    plain, ones = loss(every), loss(every, np.ones(len(every)))
+    assert torch.equal(plain.loss, ones.loss)
+    weights = np.linspace(0.5, 2.0, len(every))
+    weighted = loss(every, weights)
+    by_row = sum(w * float(loss([i]).policy) for i, w in zip(every, weights, strict=True))
+    assert float(weighted.policy) == pytest.approx(by_row, rel=1e-9)
+    assert float(weighted.kl) == pytest.approx(float(plain.kl), rel=1e-12)
