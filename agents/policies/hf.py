@@ -6,7 +6,9 @@ generated in left-padded batches of similar prompt lengths, at most `max_batch_s
 length). Log-probabilities are those of
 the model's raw logits (before temperature and top-p), as vLLM reports them by default; entropies
 (`Completion.entropies`) are those of the distribution each token is drawn from, the logits after
-temperature and top-p (under greedy decoding, the raw logits). Each
+temperature and top-p (under greedy decoding, the raw logits). Rows of a batch that share their
+prompt (a group's samples of one prompt, a tree's branches of one parent at one token) share its
+prefill: its KV cache is computed once and copied to each (`_shared_prompt_cache`). Each
 seeded sample draws from a random generator of its own (`_RowSampler`, seeded by `sample_seed`), so
 its tokens depend on its seed and prompt, not on which other requests shared its batch: a seeded
 run samples the same whether the runner batched it under load or idle. The device is chosen
@@ -151,7 +153,8 @@ class HFPolicy(ChatTokens):
             s = row.sampling
             groups.setdefault((s.temperature, s.top_p, s.stop), []).append(index)
         for indices in groups.values():
-            by_length = sorted(indices, key=lambda i: len(rows[i].prompt_ids))
+            # equal prompts side by side, so that a batch holds them together and shares their prefill
+            by_length = sorted(indices, key=lambda i: (len(rows[i].prompt_ids), rows[i].prompt_ids))
             for chunk in _chunks(by_length, rows, self.max_batch_size, self.max_batch_tokens):
                 for index, completion in zip(
                     chunk, self._generate_rows([rows[i] for i in chunk]), strict=True
@@ -179,10 +182,15 @@ class HFPolicy(ChatTokens):
         ).long()
         sampling = rows[live[0]].sampling
         sampler = _RowSampler([rows[i].seed for i in live], sampling, self.device)
+        input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
         with torch.inference_mode():
+            cache = _shared_prompt_cache(
+                self.model, input_ids, attention_mask, [rows[i].prompt_ids for i in live]
+            )
             generated = self.model.generate(
-                input_ids=input_ids.to(self.device),
-                attention_mask=attention_mask.to(self.device),
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                **cache,
                 max_new_tokens=max(budgets[i] for i in live),
                 do_sample=False,  # greedy over the sampler's perturbed scores: a draw per row
                 logits_processor=[sampler],
@@ -228,6 +236,47 @@ class HFPolicy(ChatTokens):
             if stop and _ends_with_stop(ids[: k + 1], stop, self.chat.decode):
                 return ids[: k + 1], "stop"
         return ids[:budget], "length"
+
+
+def _shared_prompt_cache(
+    model: Any, input_ids: Any, attention_mask: Any, prompts: Sequence[tuple[int, ...]]
+) -> dict[str, Any]:
+    """`generate`'s keyword argument for a KV cache of each row's prompt but its last token, computed
+    once per distinct prompt; `{}` (no cache: a plain `generate`) when no prompt repeats.
+
+    `input_ids` and `attention_mask` are the batch's left-padded prompts, (B, W); `prompts` the
+    rows' own ids. One forward pass over the U distinct prompts, (U, W - 1), fills the cache with
+    the positions and mask `generate` would use; each row then gets a copy of its prompt's entries,
+    (B, W - 1), and `generate` runs only the last prompt token and what follows. Tokens, logprobs
+    and entropies are those of a plain `generate` up to float rounding (a tie between two tokens
+    may in principle break the other way).
+
+    The rule: reuse whenever two rows share a prompt. It saves (B - U)·(W - 1) prefill tokens for
+    one cache copy, which costs less than one decoding step (that step's cache append already
+    copies it); with every prompt distinct there is nothing to save and the plain path runs. A
+    recurrent cache (transformers' `is_linear` layers) holds no per-token entries to share, so such
+    models always take the plain path.
+    """
+    import torch
+
+    slot: dict[tuple[int, ...], int] = {}
+    inverse = [slot.setdefault(prompt, len(slot)) for prompt in prompts]  # (B,) each row's distinct prompt
+    if len(slot) == len(prompts) or input_ids.shape[1] < 2:
+        return {}
+    first = [inverse.index(k) for k in range(len(slot))]  # (U,) a row of each distinct prompt
+    mask = attention_mask[first, :-1]  # (U, W - 1)
+    prefill = model.get_decoder()(  # no LM head: the cache is all the prefill is for
+        input_ids=input_ids[first, :-1],
+        attention_mask=mask,
+        position_ids=(mask.cumsum(-1) - 1).clamp(min=0),  # as `generate` counts them: pads first
+        use_cache=True,
+    )
+    name = "cache" if "cache" in prefill else "past_key_values"  # its name before transformers 5.24
+    cache = prefill[name]
+    if any(getattr(cache, "is_linear", ())):
+        return {}
+    cache.batch_select_indices(torch.tensor(inverse, device=input_ids.device))  # (U, ...) -> (B, ...)
+    return {name: cache}
 
 
 def _chunks(indices: list[int], rows: list[_Row], max_rows: int, max_tokens: int) -> Iterator[list[int]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gfcr.agents import Request, SamplingParams, make_policy
@@ -131,3 +133,42 @@ def test_episodes_that_share_a_seed_draw_differently(hf_policy):
     assert len(set(first_actions.values())) == len(first_actions) == 8, first_actions
     again = Runner(hf_policy, config).run(expand_groups(tasks, 2, seed=0))
     assert {(t.task_id, t.id): t.steps[0].action for t in again.trajectories} == first_actions
+
+
+def test_rows_that_share_a_prompt_prefill_it_once_and_generate_as_they_would_alone(hf_policy):
+    """A group's samples of one prompt and a tree's branches of one parent at one token (its prompt
+    ids end with the forced prefix) share a prefill: one forward pass over the distinct prompts,
+    then each row decodes from its copy of the cache, to the same ids, logprobs and entropies."""
+    import torch
+
+    messages = (Message("user", "Branch here."),)
+    branch = (*hf_policy.encode_prompt(messages, ()), 300, 301)  # prompt + a parent's first tokens
+    greedy = {"max_tokens": 10, "temperature": 0.0}
+    child = Request(messages, prompt_ids=branch, sampling=SamplingParams(**greedy))
+    requests = [ask("What is 2+2?", n=3, **greedy), ask("Hi", **greedy), child, child]
+    seen: list[tuple[int, ...]] = []  # (rows, tokens) of each forward pass's input
+    hook = hf_policy.model.get_input_embeddings().register_forward_hook(
+        lambda module, inputs, output: seen.append(tuple(inputs[0].shape))
+    )
+    try:
+        together = hf_policy.generate(requests)
+        width = max(len(c.prompt_ids) for c in together)
+        assert seen[0] == (3, width - 1) and seen[1] == (6, 1)  # 3 distinct prompts of 6 rows
+        alone = [hf_policy.generate([replace(r, sampling=SamplingParams(**greedy))])[0] for r in requests]
+    finally:
+        hook.remove()
+    alone = [alone[0]] * 3 + alone[1:]
+    for shared, own in zip(together, alone, strict=True):
+        assert (shared.prompt_ids, shared.completion_ids) == (own.prompt_ids, own.completion_ids)
+        assert shared.finish_reason == own.finish_reason
+        assert torch.allclose(torch.tensor(shared.logprobs), torch.tensor(own.logprobs), atol=1e-5)
+        assert torch.allclose(torch.tensor(shared.entropies), torch.tensor(own.entropies), atol=1e-5)
+
+
+def test_seeded_samples_of_one_prompt_draw_the_same_with_a_shared_prefill(hf_policy):
+    """Six seeded samples of one prompt in one batch (one prefill) draw what each draws alone."""
+    requests = [ask("What is 2+2?", max_tokens=12, temperature=1.0, seed=seed) for seed in range(6)]
+    together = hf_policy.generate(requests)
+    alone = [hf_policy.generate([request])[0] for request in requests]
+    assert [c.completion_ids for c in together] == [c.completion_ids for c in alone]
+    assert len({c.completion_ids for c in together}) == 6
