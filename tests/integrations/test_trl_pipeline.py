@@ -172,8 +172,6 @@ def test_replay_rescues_an_all_failed_trl_group(tiny_model, tmp_path):
         ({"control": {"token_budget": 600}}, r"sample_budget/token_budget .* num_generations"),
         ({"replay": {"enabled": True, "mix_ratio": 0.25}}, r"mix_ratio = 0.25 .* exactly num_generations"),
         ({"replay": {"correction": "tis"}}, r"correction = 'tis' .* the loss is TRL's"),
-        ({"generate": {"tree": {"entropy_points": 1}}}, r"\[generate\] trees .* one advantage per sequence"),
-        ({"generate": {"tree": {"segments": 2}}}, r"\[generate\] trees .* one advantage per sequence"),
     ],
 )
 def test_rollout_func_refuses_what_a_trl_batch_cannot_hold(config, match):

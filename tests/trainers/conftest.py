@@ -17,27 +17,6 @@ def tiny_model(tmp_path_factory):
     return write_tiny_model(tmp_path_factory.mktemp("tiny-model"), vocab_size=400, corpus_tasks=20)
 
 
-@pytest.fixture(scope="session")
-def parity_env():
-    """gfcr/TestParity-v0: ToolUse prompts, reward 1.0 for an action of odd length, so even a random
-    model gets a reward spread and RL steps have non-zero advantages. Registered after
-    collection, so the env contract tests never see it."""
-    from gfcr.core import Action
-    from gfcr.envs.base import Outcome
-    from gfcr.envs.tooluse import ToolUseEnv
-    from gfcr.registry import register_env
-
-    class Parity(ToolUseEnv):
-        def respond(self, action: Action) -> Outcome:
-            reward = float(len(action.text) % 2)
-            return Outcome(
-                "ok", reward=reward, terminated=True, signals={"format_ok": True, "correct": bool(reward)}
-            )
-
-    register_env("gfcr/TestParity-v0", Parity)
-    return "gfcr/TestParity-v0"
-
-
 @pytest.fixture
 def make_config(tiny_model, tmp_path, parity_env):
     """A small `TrainConfig` on gfcr/TestParity-v0; keyword sections override its defaults."""

@@ -1,7 +1,7 @@
 """The method recipes (examples/methods/*.toml): each loads, runs one RL step of `gfcr train` on the
 tiny model with its own stages (only the shared model, env and sizes shrunk), and its defining stage
-acts; those whose stages fit a TRL batch configure TRL's rollout_func unchanged, the tree ones are
-refused with the reason."""
+acts; those whose stages fit a TRL batch configure TRL's rollout_func unchanged (the tree ones with
+their estimator, for TreeGRPOTrainer), the others are refused with the reason."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ METHODS = {"grpo", "dr_grpo", "dapo", "greso", "vcrl", "vade", "sec", "ar3po", "
 METHODS |= {"seed_grpo"}  # the credit stage's
 METHODS |= {"repo"}  # the keep stage's replay mix, corrected in the update
 METHODS |= {"prm"}  # the judge stage's process scores, mixed into credit
-TREES = {"treerl", "treerpo"}  # per-token credit from a tree: gfcr train only
+TREES = {"treerl", "treerpo"}  # per-token credit from a tree: TRL trains them with TreeGRPOTrainer
 
 
 def shrunk(path: Path, tiny_model: Path, env_id: str, out_dir: Path) -> TrainConfig:
@@ -96,6 +96,7 @@ def test_the_recipe_runs_one_step_and_its_method_acts(path, tiny_model, parity_e
         case "treerl" | "treerpo":  # branches inside the turn, credited per token by the tree
             assert m["generate/branches"] > 0 and trainer.pipeline.estimator == name
             assert m["generate/episodes"] > trainer.pipeline.roots(4) * 2  # leaves beyond the roots
+            assert [len(g) for g in trainer.last_rollout.groups.values()] == [4, 4]  # exactly the samples
         case "seed_grpo":  # the credit stage damps each group by its semantic entropy
             seed_grpo = recipe.pipeline.credit.seed_grpo
             assert seed_grpo.enabled and trainer.pipeline.seed_grpo == seed_grpo
@@ -127,7 +128,7 @@ def test_the_recipe_runs_one_step_and_its_method_acts(path, tiny_model, parity_e
 
 
 @pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.stem)
-def test_the_recipe_configures_trl_unless_it_grows_trees(path):
+def test_the_recipe_configures_trl(path):
     from gfcr.integrations.trl import rollout_func
 
     if path.stem == "repo":  # TRL's batch holds num_generations fresh samples of each prompt
@@ -142,9 +143,7 @@ def test_the_recipe_configures_trl_unless_it_grows_trees(path):
         with pytest.raises(ConfigError, match=r"\[credit.seed_grpo\] scales the advantages"):
             rollout_func("gfcr/ToolUse-v0", config=path, num_tasks=4)
         return
-    if path.stem in TREES:
-        with pytest.raises(ConfigError, match=r"\[generate\] trees .* train trees with gfcr train"):
-            rollout_func("gfcr/ToolUse-v0", config=path, num_tasks=4)
-        return
     rollout = rollout_func("gfcr/ToolUse-v0", config=path, num_tasks=4)
+    if path.stem in TREES:  # the tree's credit: the recipe's estimator
+        assert rollout.estimator == path.stem == TrainConfig.from_toml(path).loss.estimator
     assert rollout.config == PipelineConfig.from_toml(path) == TrainConfig.from_toml(path).pipeline

@@ -10,6 +10,7 @@ Two ways in, over one dataset of prompts (`dataset(env_id)`: chat messages with 
   (`gfcr.trainers.pipeline`), the same object `gfcr train` runs, configured by the same recipe
   sections; episodes are played with the trainer's current weights, multi-turn and
   token-in-token-out (observation tokens get `env_mask` 0). Pass `reward_funcs=env_reward`.
+  A recipe that grows trees trains with `TreeGRPOTrainer` (each token credited by its tree node).
 
     from trl import GRPOConfig, GRPOTrainer
     from gfcr.integrations import trl as gfcr_trl
@@ -25,8 +26,11 @@ Two ways in, over one dataset of prompts (`dataset(env_id)`: chat messages with 
 
 The module imports neither TRL nor `datasets` until they are needed (`pip install -e '.[trl]'`).
 One module per way in: `dataset.py`, `environment.py` (`environment_factory`, `final_answer`),
-`rollout.py` (`rollout_func`, `env_reward`).
+`rollout.py` (`rollout_func`, `env_reward`); `tree.py` (`TreeGRPOTrainer`, loaded on first use:
+it imports TRL).
 """
+
+from typing import Any
 
 from gfcr.integrations.trl.dataset import dataset
 from gfcr.integrations.trl.environment import GfcrEnvironment, environment_factory, final_answer
@@ -35,9 +39,18 @@ from gfcr.integrations.trl.rollout import GfcrRollout, env_reward, rollout_func
 __all__ = [
     "GfcrEnvironment",
     "GfcrRollout",
+    "TreeGRPOTrainer",
     "dataset",
     "env_reward",
     "environment_factory",
     "final_answer",
     "rollout_func",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TreeGRPOTrainer":  # a TRL subclass: TRL is imported only when it is asked for
+        from gfcr.integrations.trl.tree import TreeGRPOTrainer
+
+        return TreeGRPOTrainer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,7 +4,8 @@ Each TRL batch is one step of the same `RolloutPipeline` that `gfcr train` runs:
 `[control]`, `[generate]`, `[overlong_penalty]` and `[replay]` sections choose prompts, sample,
 decide and keep exactly as there, with the trainer's current weights, multi-turn and
 token-in-token-out (observation tokens get `env_mask` 0). TRL computes its own advantages from
-`env_reward`, so the credit stage is TRL's.
+`env_reward`, so the credit stage is TRL's; with trees it is gfcr's: each completion carries its
+per-token advantages from its prompt's tree (`gfcr_advantages`), which `TreeGRPOTrainer` trains on.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from gfcr.agents.runner.episode import keeps_tokens
 from gfcr.core import EnvConfig, EpisodeSpec, Message, ReplaySink, SamplingParams, TokenPolicy, Trajectory
 from gfcr.core.policy import Policy
 from gfcr.errors import ConfigError
-from gfcr.generate import group_by_task
+from gfcr.generate import TREE_ESTIMATORS, group_by_task, token_tree_advantages
 from gfcr.suites import make_suite
-from gfcr.trainers.config import PipelineConfig
+from gfcr.trainers.config import PipelineConfig, read_toml
 from gfcr.trainers.pipeline import RolloutPipeline, StepBatch
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,11 @@ class GfcrRollout:
     of TRL's prompts. The policy is the trainer's model (`HFPolicy.from_model`) unless one is given.
     `pipeline` is built on the first call (it needs TRL's batch shape); `last_batch` is the latest
     step's `StepBatch`.
+
+    With trees (`[generate.tree]`, `[control] branch_at`) a prompt's `num_generations` completions
+    are the leaves of its tree: ceil(num_generations / leaves per root) roots, the pipeline's exact
+    allocation dropping surplus leaves; each completion gets `gfcr_advantages`, one per completion
+    token from its group's tree (`token_tree_advantages` with `estimator`), for `TreeGRPOTrainer`.
     """
 
     def __init__(
@@ -68,10 +74,12 @@ class GfcrRollout:
         config: PipelineConfig,
         runner_config: RunnerConfig | None,
         replay: ReplaySink | None,
+        estimator: str = "treerl",
     ) -> None:
-        check_trl_pipeline(config)
+        check_trl_pipeline(config, estimator)
         self.envs = {c.key: c for c in envs}
         self.policy, self.config, self.runner_config, self.replay = policy, config, runner_config, replay
+        self.estimator = estimator
         self.pipeline: RolloutPipeline | None = None
         self.last_batch: StepBatch | None = None
         self._tasks: dict[str, EpisodeSpec] = {}  # prompt key -> its task
@@ -87,13 +95,18 @@ class GfcrRollout:
                 f"expected each prompt {size} times in a row (num_generations), got {len(tasks)}"
             )
         pipeline = self._pipeline(policy, trainer, len(groups), size)
+        if pipeline.trees:
+            check_tree_trainer(trainer)
         batch_ids = [spec.task_id or "" for spec in groups]
         batch = pipeline.step(batch_ids + self._others(batch_ids) if self._chooses(pipeline) else batch_ids)
         self.last_batch = batch
         ordered = self._ordered(batch, batch_ids, size, pipeline)
         reward = pipeline.reward
         out_prompts = [self._prompts.get(t.task_id, t.prompt) for t in ordered]
-        return trl_fields(ordered, out_prompts, cast(TokenPolicy, policy), _eos_id(trainer), reward)
+        fields = trl_fields(ordered, out_prompts, cast(TokenPolicy, policy), _eos_id(trainer), reward)
+        if pipeline.trees:
+            fields["gfcr_advantages"] = tree_fields(ordered, size, self.estimator, reward)
+        return fields
 
     def _chooses(self, pipeline: RolloutPipeline) -> bool:
         """Whether Control may pick other prompts than TRL's batch (a selector, a stage that drops)."""
@@ -218,6 +231,7 @@ def rollout_func(
     config: PipelineConfig | str | Path | None = None,
     runner_config: RunnerConfig | None = None,
     replay: ReplaySink | None = None,
+    estimator: str | None = None,
     **env_kwargs: Any,
 ) -> GfcrRollout:
     """A `GRPOTrainer(rollout_func=...)` whose every batch is one step of gfcr's rollout pipeline.
@@ -232,7 +246,9 @@ def rollout_func(
     `top_p` and `max_completion_length` (the token budget of a whole episode) unless
     `runner_config` is given. `policy` defaults to the trainer's model; any `TokenPolicy` works.
     `replay` stores every finished trajectory (and rescues all-failed groups when the recipe's
-    `[replay] rescue` is on).
+    `[replay] rescue` is on). With trees, train with `TreeGRPOTrainer` (it takes each token's
+    advantage from the tree); `estimator` is the tree's ("treerl" or "treerpo"; None: the recipe's
+    `[loss] estimator`, else "treerl").
 
     Extra fields for reward functions: `gfcr_reward`, `gfcr_signals`, `task_id`, `trajectory_id`.
 
@@ -249,12 +265,14 @@ def rollout_func(
     else:
         suite = make_suite(env_id_or_suite)
         envs = [env_config(entry.env_id, entry.kwargs) for entry in suite.entries]
+    if estimator is None and config is not None and not isinstance(config, PipelineConfig):
+        estimator = read_toml(config).get("loss", {}).get("estimator")
     if not isinstance(config, PipelineConfig):
         config = PipelineConfig() if config is None else PipelineConfig.from_toml(config)
-    return GfcrRollout(envs, policy, config, runner_config, replay)
+    return GfcrRollout(envs, policy, config, runner_config, replay, estimator or "treerl")
 
 
-def check_trl_pipeline(config: PipelineConfig) -> None:
+def check_trl_pipeline(config: PipelineConfig, estimator: str = "treerl") -> None:
     """Refuse what TRL's batch cannot hold, naming the stage and why."""
     control = config.control
     if config.credit.seed_grpo.enabled:
@@ -289,12 +307,38 @@ def check_trl_pipeline(config: PipelineConfig) -> None:
             "with GRPOConfig(use_vllm=True, vllm_importance_sampling_correction=True); leave correction "
             "= 'recompute' under TRL"
         )
-    if config.generate.trees or control.branch_at:
+    if (config.generate.trees or control.branch_at) and estimator not in TREE_ESTIMATORS:
         raise ConfigError(
-            "[generate] trees and [control] branch_at give each sample per-token advantages from its tree "
-            "(and a prompt more samples than num_generations), but TRL's loss takes "
-            "one advantage per sequence from its reward functions; train trees with gfcr train"
+            f"[generate] trees and [control] branch_at are credited per token by a tree estimator under "
+            f"TRL, one of {list(TREE_ESTIMATORS)}; got estimator {estimator!r}: set [loss] estimator (or "
+            "rollout_func(estimator=...)) to one, or drop the tree"
         )
+
+
+def check_tree_trainer(trainer: Any) -> None:
+    """Trees train on per-token advantages, which only `TreeGRPOTrainer` takes from the rollout."""
+    from gfcr.integrations.trl.tree import TreeGRPOTrainer  # TRL is loaded: a trainer exists
+
+    if not isinstance(trainer, TreeGRPOTrainer):
+        raise ConfigError(
+            f"[generate] trees and [control] branch_at credit each token from its tree, but "
+            f"{type(trainer).__name__} trains every completion on one advantage from its reward functions; "
+            "build the trainer as gfcr.integrations.trl.TreeGRPOTrainer(...) (the same arguments)"
+        )
+
+
+def tree_fields(
+    trajectories: Sequence[Trajectory], size: int, estimator: str, reward: Any
+) -> list[list[float]]:
+    """Each completion's per-token advantages from its group's tree (every `size` trajectories in a
+    row are one prompt's), aligned with `trl_fields`' `completion_ids` (a placeholder gets [0.0])."""
+    out: list[list[float]] = []
+    for start in range(0, len(trajectories), size):
+        group = trajectories[start : start + size]
+        # the tree of the completions TRL scores: one with reward None (no token) is left out, as TRL does
+        by_id = token_tree_advantages([t for t in group if _spoke(t)], estimator, outcome=reward)
+        out += [by_id[t.id] if _spoke(t) else [0.0] for t in group]
+    return out
 
 
 def _trainer_runner_config(args: Any, num_episodes: int) -> RunnerConfig:
@@ -323,7 +367,7 @@ def trl_fields(
     out: dict[str, list[Any]] = {key: [] for key in (*keys, "task_id", "trajectory_id")}
     for trajectory, prompt in zip(trajectories, prompts, strict=True):
         tokens = trajectory.tokens
-        spoke = tokens is not None and sum(tokens.loss_mask) > 0 and trajectory.status == "ok"
+        spoke = _spoke(trajectory)
         if tokens is not None and spoke:
             out["prompt_ids"].append(list(tokens.prompt_ids))
             out["completion_ids"].append(list(tokens.completion_ids))
@@ -347,6 +391,12 @@ def trl_fields(
         out["task_id"].append(trajectory.task_id)
         out["trajectory_id"].append(trajectory.id)
     return out
+
+
+def _spoke(trajectory: Trajectory) -> bool:
+    """Whether the policy sampled any token of the episode (else TRL gets a placeholder)."""
+    tokens = trajectory.tokens
+    return tokens is not None and sum(tokens.loss_mask) > 0 and trajectory.status == "ok"
 
 
 def _eos_id(trainer: Any) -> int:
