@@ -248,7 +248,9 @@ class SQLEnv(TextEnv):
                 signals=self._verdict.signals,
                 messages=outcome.messages,
             )
-        explored = {} if self._explored is None else {"explored": True, "explored_level": self._explored}
+        explored: Signals = {}
+        if self._explored is not None:
+            explored = {"explored": True, "explored_level": self._explored}
         return Outcome(
             outcome.observation,
             signals={"format_ok": True, "executed": self._executed, **explored},

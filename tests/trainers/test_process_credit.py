@@ -204,3 +204,52 @@ def test_lines_follow_the_policys_own_tokens(tiny_model):
     lines = [policy.decode(ids[a:b]) for a, b in spans]
     assert "".join(lines) == text and len(lines) == 3
     assert [line.strip() for line in lines] == ["first line of it", "the second", "the third"]
+
+
+def test_a_policy_prm_scores_each_line_after_the_lines_before_it(tiny_model):
+    """Lines mode with a scripted PRM (any policy speaks this protocol): each line is graded with
+    the earlier lines as its context, its score lands in `process_score/<k>`, and its tokens get
+    that line's process advantage."""
+    import re
+
+    from gfcr.agents import make_policy
+    from gfcr.filter.process import PolicyPRM
+    from gfcr.filter.process_credit import ProcessJudge
+
+    policy = make_policy(f"hf:{tiny_model}")
+    asked = []
+
+    def grader(messages):
+        text = messages[-1].content
+        asked.append(text)
+        tag = re.search(r"VERDICT \w+", text)[0]
+        step = text.split("Step:\n")[-1].split("\n\nEnd your answer")[0]
+        return f"{tag}: {1.0 if 'good' in step else 0.0}"
+
+    def answer(tid: str, text: str) -> Trajectory:
+        ids = policy.tokenizer.encode(text, add_special_tokens=False)
+        tokens = TokenData([1], ids, [1] * len(ids), [0.0] * len(ids))
+        return Trajectory("e", "t", "?", [Step(text, "", 0.0, True, False)], id=tid, tokens=tokens)
+
+    group = [answer("a", "a good start\nthen a slip\na good end"), answer("b", "a slip\na good fix")]
+    credit = ProcessCredit(1.0, "lines", policy.decode)
+    assert ProcessJudge(PolicyPRM(grader), credit).annotate(group) == (5, 0)
+    assert [
+        [t.steps[0].signals[f"process_score/{k}"] for k in range(len(credit.units(t)))] for t in group
+    ] == [
+        [1.0, 0.0, 1.0],
+        [0.0, 1.0],
+    ]
+    assert "Step 1:\na good start" in asked[1] and "Step 2:\nthen a slip" in asked[2]  # earlier lines
+    advantages = credit.token_advantages(group)
+    for trajectory, member in zip(group, advantages, strict=True):
+        per_line = [member[u.start : u.end] for u in credit.units(trajectory)]
+        assert all(len(set(line)) == 1 for line in per_line)  # one advantage per line's tokens
+    # scores {1, 0, 1, 0, 1}: mean 0.6, std 0.49; a's lines: returns of [0.816, -1.225, 0.816]
+    assert [
+        round(line[0], 3) for line in [advantages[0][u.start : u.end] for u in credit.units(group[0])]
+    ] == [
+        0.408,
+        -0.408,
+        0.816,
+    ]
