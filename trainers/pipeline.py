@@ -434,7 +434,8 @@ def process_judge(config: ProcessConfig, tasks: Sequence[EpisodeSpec], policy: P
         by_env = {env_id: env_rules(env) for env_id, env in envs.items()}
         found = [r for r in by_env.values() if r is not None]
         rules = found[0] if len(by_env) == 1 and found else ByEnv(by_env) if found else None
-    return config.build(rules, getattr(policy, "decode", None))
+    envs_named = ", ".join(sorted({spec.env.env_id for spec in tasks})) or "the env"
+    return config.build(rules, getattr(policy, "decode", None), envs_named)
 
 
 def env_rules(env: EnvConfig) -> ProcessScorer | None:

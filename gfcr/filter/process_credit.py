@@ -291,14 +291,17 @@ class ProcessConfig:
     def enabled(self) -> bool:
         return self.weight != 0.0
 
-    def build(self, rules: ProcessScorer | None, decode: Decode | None = None) -> ProcessJudge:
-        """The judge stage's process part: `rules` are the env's (`TextEnv.process_rules`) when the
-        scorer is "rules"; `decode` is the policy's (token ids -> text), for lines."""
+    def build(
+        self, rules: ProcessScorer | None, decode: Decode | None = None, env: str = "the env"
+    ) -> ProcessJudge:
+        """The judge stage's process part: `rules` are the env's (`TextEnv.process_rules`, `env` its
+        name) when the scorer is "rules"; `decode` is the policy's (token ids -> text), for lines."""
         if self.scorer == RULES:
             if rules is None:
                 raise ConfigError(
-                    "[judge.process] scorer = 'rules', but the env has no process rules (the code, SQL "
-                    "and SWE envs do); give a policy spec as the scorer (a PRM), e.g. scorer = 'hf:PATH'"
+                    f"[judge.process] scorer = 'rules', but {env} has no process rules (gfcr/SQL-v0, "
+                    "gfcr/SWE-v0 and gfcr/CodeInteractive-v0 do); give a policy spec as the scorer (a "
+                    "PRM), e.g. scorer = 'hf:PATH'"
                 )
             scorer: ProcessScorer | PolicyPRM = rules
         else:
