@@ -30,6 +30,7 @@ from gfcr.filter.compose import (
     ShorterBetter,
     Weighted,
 )
+from gfcr.filter.judge_config import LLMJudgeConfig
 from gfcr.filter.process_credit import ProcessConfig
 from gfcr.filter.semantic import answer_clusters
 
@@ -86,6 +87,9 @@ class JudgeConfig:
     gate_reward: float = setting(0.0, "The reward of a gated episode (zero), or its ceiling (cap).")
     majority: MajorityConfig = setting(default_factory=MajorityConfig, help="TTRL's majority vote.")
     length: LengthConfig = setting(default_factory=LengthConfig, help="A group length term.")
+    llm: LLMJudgeConfig = setting(
+        default_factory=LLMJudgeConfig, help="An LLM judge (pointwise, listwise or pairwise) as the term llm."
+    )
     process: ProcessConfig = setting(
         default_factory=ProcessConfig,
         help="Process scores per step or line, mixed into each token's advantage (not a reward term).",
@@ -103,7 +107,7 @@ class JudgeConfig:
             if "envs" in table:
                 raise ConfigError(f'[judge.envs."{env_id}"] cannot hold envs of its own; move them up')
             self.for_env(env_id)  # a bad key fails when the recipe loads, not at the first step
-        if self.verifier == 0.0 and not self.weighted():
+        if self.verifier == 0.0 and not self.weighted() and not self.judged_by_llm:
             raise ConfigError(
                 "[judge] verifier = 0 with no other term leaves no reward at all; give a term a weight "
                 "(e.g. [judge.majority] weight = 1.0 for label-free training)"
@@ -125,6 +129,11 @@ class JudgeConfig:
         """Whether the reward reads no gold label (the verifier's weight is 0)."""
         return self.verifier == 0.0
 
+    @property
+    def judged_by_llm(self) -> bool:
+        """Whether `[judge.llm]` adds its term (a model given, a weight not 0)."""
+        return self.llm.enabled and self.llm.weight != 0.0
+
     def weighted(self) -> list[Weighted]:
         """The terms besides the verifier, in the order they are recorded."""
         terms = []
@@ -140,6 +149,8 @@ class JudgeConfig:
         `[overlong_penalty]` is on, `extra` further terms given in Python."""
         terms = [Weighted("verifier", EnvReward(), self.verifier)] if self.verifier else []
         terms += self.weighted()
+        if self.judged_by_llm:  # built here, not in weighted(): it loads (or connects to) the model
+            terms.append(Weighted("llm", self.llm.build(), self.llm.weight))
         if overlong is not None:
             terms.append(Weighted("overlong_penalty", overlong))
         return JudgeStage(tuple([*terms, *extra]), self.gates, self.gate, self.gate_reward)
