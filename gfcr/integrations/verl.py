@@ -16,7 +16,9 @@ one gfcr episode per row, token-in-token-out:
   `rollout.response_length` budget runs out, or `multi_turn.max_assistant_turns` is reached;
 - `reward_score` is gfcr's episode reward (the sum of the step rewards), so veRL needs no reward
   function; `extra_fields` carries the env id, task id, per-step rewards and the last step's
-  Filter signals.
+  Filter signals, and `reward_extra_info` what the recipe's per-episode stages did, as numbers
+  veRL keeps beside each rollout (`gfcr_guided`, `gfcr_stopped`: 1.0 or 0.0; `trainer.rollout_data_dir`
+  writes them with every sample, and validation averages them into its `val-aux/` metrics).
 
 Rows come from `dataset(env_id, n)` (or `to_parquet(path, env_id, n)`): veRL's RLHFDataset
 columns `data_source`, `prompt` (chat messages), `agent_name` and `extra_info`, whose `env_id`,
@@ -402,6 +404,12 @@ class GfcrAgentLoop(AgentLoopBase):  # type: ignore[misc]
         self.stages.observe(trajectory)
         extra.update(gfcr_env_id=env_id, gfcr_task_id=task_id, gfcr_ended=ended, gfcr_signals=signals,
                      gfcr_guidance=guidance, turn_scores=response.rewards, tool_rewards=[])  # fmt: skip
+        # veRL carries these keys of every rollout to its dumps and validation metrics (numbers only:
+        # it averages them); they show the recipe's stages acted inside its workers
+        extra["reward_extra_info"] = {
+            "gfcr_guided": float(bool(guidance)),
+            "gfcr_stopped": float(ended == "stopped"),
+        }
         return AgentLoopOutput(
             prompt_ids=prompt_ids,
             response_ids=response.ids,

@@ -45,6 +45,7 @@ def verl_side(model_dir: str, work_dir: str) -> dict[str, Any]:  # pragma: no co
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker, DictConfigWrap
     from verl.protocol import DataProto
+    from verl.trainer.ppo.reward import extract_reward
     from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
     from verl.workers.rollout.llm_server import LLMServerClient
     from verl.workers.rollout.replica import TokenOutput
@@ -146,6 +147,7 @@ def verl_side(model_dir: str, work_dir: str) -> dict[str, Any]:  # pragma: no co
             **output.model_dump(include={"prompt_ids", "response_ids", "response_mask", "response_logprobs",
                                          "reward_score", "num_turns"}),
             "extra_fields": {k: v for k, v in output.extra_fields.items() if k.startswith(("gfcr_", "turn_"))},
+            "reward_extra_info": output.extra_fields.get("reward_extra_info"),
             "as_dict": {"keys": sorted(as_dict), "rm_scores_last": float(as_dict["rm_scores"][-1]),
                         "rm_scores_sum": float(as_dict["rm_scores"].sum()),
                         "responses_len": int(as_dict["responses"].shape[0])},
@@ -205,6 +207,8 @@ def verl_side(model_dir: str, work_dir: str) -> dict[str, Any]:  # pragma: no co
             "response_mask_sum": result.batch["response_mask"].sum(-1).tolist(),
             "task_ids": [str(t) for t in result.non_tensor_batch["gfcr_task_id"]],
             "agent_names": np.unique(result.non_tensor_batch["agent_name"]).tolist(),
+            # what veRL's trainer reads of the rollouts beside the reward (its dumps, val-aux/ metrics)
+            "reward_extra_infos": {k: v.tolist() for k, v in extract_reward(result)[1].items()},
         }
 
     def _reset_chat(env_id: str, task_id: str):
@@ -351,6 +355,8 @@ def test_verls_worker_batches_gfcr_episodes(report):
     assert batch["agent_names"] == ["gfcr_agent"]
     assert len(set(batch["task_ids"])) == 4
     assert all(0 < s <= RESPONSE_LENGTH for s in batch["response_mask_sum"])
+    # each rollout's record of the per-episode stages reaches veRL's trainer (no recipe: none acted)
+    assert batch["reward_extra_infos"] == {"gfcr_guided": [0.0] * 4, "gfcr_stopped": [0.0] * 4}
 
 
 def test_a_recipes_per_episode_stages_act_in_the_agent_loop(report, tokenizer):
@@ -358,6 +364,7 @@ def test_a_recipes_per_episode_stages_act_in_the_agent_loop(report, tokenizer):
     assert episode["extra_fields"]["gfcr_ended"] == "stopped"  # [control] max_length, after the lookup
     assert set(episode["response_mask"]) == {1}  # stopped before the observation was appended
     assert episode["extra_fields"]["gfcr_guidance"] == "Follow this plan:\nLook the code up."
+    assert episode["reward_extra_info"] == {"gfcr_guided": 1.0, "gfcr_stopped": 1.0}  # veRL's record of it
     assert "Look the code up." in tokenizer.decode(episode["prompt_ids"])  # the plan is in the prompt
     assert "recipe: " in episode["agent_loop_config"]  # how veRL's workers get it
     dynamic, tree = report["refused"]
