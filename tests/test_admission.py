@@ -168,8 +168,9 @@ def test_judges_of_one_model_share_its_gate_and_a_verdict_queued_too_long_is_the
     other = Trajectory("e", "t", "2+2?", [Step("5", "", 0.0, True, False)])  # not in the cache
     busy, out = in_thread(lambda: first.verify(task, answered))
     assert model.entered.wait(30)
-    queued = second.verify(task, other)  # the other judge, same model: the same queue
-    assert queued.signals["judge_failure"] and "judge queue timeout" in queued.signals["judge_error"]
+    [(queued, why)] = second.judge(task, [other])  # the other judge, same model: the same queue
+    assert queued is None and "judge queue timeout" in why
+    assert second.verify(task, other).signals == {"judge_failure": True}
     model.release.set()
     busy.join(30)
     assert out["result"].passed  # type: ignore[union-attr]

@@ -7,9 +7,9 @@ The judge talks to any gfcr policy or policy spec (`"openai:MODEL@URL"`, which a
 must be answered within `deadline_s`.
 
 A judge that raises, misses its deadline or answers nothing parsable has not judged: `scores`
-gives None for those members and `verify` a verdict with the signal `judge_failure` (and
-`judge_error`, why), which the pipeline leaves out of training and `gfcr bench` out of pass@k and
-pass^k, as the infrastructure's failure, never a 0 that counts as the agent's.
+gives None for those members (`judge` says why) and `verify` a verdict with the signal
+`judge_failure` (the reason logged), which the pipeline leaves out of training and `gfcr bench`
+out of pass@k and pass^k, as the infrastructure's failure, never a 0 that counts as the agent's.
 
 The verdict must come on a line tagged with a code drawn from the prompt itself (`verdict_tag`):
 a response cannot know the code of the prompt it is shown in, so a response that writes
@@ -66,8 +66,9 @@ class LLMJudge:
     (Verdict(reward=0.9, passed=True, signals={'judge_score': 0.9}), 0.9)
     >>> len(calls)  # the second verdict came from the cache
     1
-    >>> LLMJudge(lambda messages: "SCORE: 1").verify(task, t).signals  # no tagged verdict: no score
-    {'judge_failure': True, 'judge_error': 'no verdict line VERDICT ...: x (x in [0, 1]) in the reply'}
+    >>> junk = LLMJudge(lambda messages: "SCORE: 1")  # no tagged verdict line: no score
+    >>> junk.verify(task, t).signals, junk.judge(task, [t])
+    ({'judge_failure': True}, [(None, 'no verdict line VERDICT ...: x (x in [0, 1]) in the reply')])
     """
 
     model: ChatModel | Any  # a chat function, a policy, a PolicyChat, or a policy spec (str)
@@ -92,7 +93,10 @@ class LLMJudge:
         """The Verifier API: one trajectory's verdict; a failed judgement carries `judge_failure`."""
         [(score, error)] = self.judge(task, [trajectory])
         if score is None:
-            return Verdict(0.0, False, {JUDGE_FAILURE: True, "judge_error": error})
+            logger.warning(
+                "judge %s gave no verdict on %s: %s", self.chat.identity, trajectory.task_id, error
+            )
+            return Verdict(0.0, False, {JUDGE_FAILURE: True})
         return Verdict(score, score >= self.pass_at, {"judge_score": score})
 
     def judge(self, task: Task, group: Sequence[Trajectory]) -> list[Judged]:

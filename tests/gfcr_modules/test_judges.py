@@ -100,13 +100,11 @@ def test_a_reply_without_the_tagged_verdict_is_a_judge_failure_never_a_zero():
         "VERDICT {tag}: 7",
         "VERDICT {tag}: 0.3 or 0.9",
     ]:
-        judge = LLMJudge(
-            ScriptedJudge(lambda prompt, reply=reply: reply.format(tag=tag(prompt)[8:]))
-        )
+        judge = LLMJudge(ScriptedJudge(lambda prompt, reply=reply: reply.format(tag=tag(prompt)[8:])))
         verdict = judge.verify(TASK, episode("4"))
         assert verdict.signals["judge_failure"] is True and "judge_score" not in verdict.signals, reply
-        assert "no verdict line VERDICT" in verdict.signals["judge_error"]
-        assert judge.scores(TASK, [episode("4")]) == [None]
+        [(score, why)] = judge.judge(TASK, [episode("4")])
+        assert score is None and "no verdict line VERDICT" in why
 
 
 def test_a_judge_that_raises_fails_its_members_and_the_run_goes_on():
@@ -117,7 +115,7 @@ def test_a_judge_that_raises_fails_its_members_and_the_run_goes_on():
     assert judge.scores(TASK, [episode("4"), episode("5")]) == [None, None]
     verdict = judge.verify(TASK, episode("4"))
     assert (verdict.reward, verdict.passed, verdict.signals["judge_failure"]) == (0.0, False, True)
-    assert "RuntimeError: the judge server fell over" in verdict.signals["judge_error"]
+    assert "RuntimeError: the judge server fell over" in judge.judge(TASK, [episode("4")])[0][1]
 
 
 class SlowJudge(ScriptedJudge):
@@ -137,12 +135,12 @@ def test_a_call_past_its_deadline_fails_on_time_and_its_late_answer_is_cached_ho
     model = SlowJudge()
     judge = LLMJudge(model, deadline_s=0.2, admission=AdmissionConfig(max_concurrency=1, queue_timeout_s=0.2))
     started = time.monotonic()
-    late = judge.verify(TASK, episode("4"))
+    [(late, why)] = judge.judge(TASK, [episode("4")])
     assert time.monotonic() - started < 10  # the deadline, not the model, ended the wait
-    assert late.signals["judge_failure"] and "deadline_s=0.2" in late.signals["judge_error"]
+    assert late is None and "deadline_s=0.2" in why
     # The late call still holds the judge's one slot: another verdict queues, and times out there.
-    other = judge.verify(TASK, episode("5"))
-    assert "judge queue timeout" in other.signals["judge_error"]
+    assert "judge queue timeout" in judge.judge(TASK, [episode("5")])[0][1]
+    assert judge.verify(TASK, episode("5")).signals == {"judge_failure": True}
     model.release.set()
     deadline = time.monotonic() + 30
     while judge.chat.gate.running and time.monotonic() < deadline:
@@ -329,4 +327,6 @@ def test_the_tiny_model_as_judge_answers_junk_and_its_members_are_failures_not_z
     assert judge.scores(TASK, group) == [None, None, None]
     if isinstance(judge, LLMJudge):
         verdict = judge.verify(TASK, group[0])
-        assert verdict.signals["judge_failure"] and "no verdict line" in verdict.signals["judge_error"]
+        assert (
+            verdict.signals == {"judge_failure": True} and "no verdict line" in judge.judge(TASK, group)[0][1]
+        )
