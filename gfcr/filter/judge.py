@@ -189,15 +189,15 @@ def verdict_tag(parts: Sequence[str]) -> str:
 
 
 def last_verdict(reply: str, tag: str) -> str | None:
-    """The text after `tag:` on the reply's last line that carries it (markdown around it allowed).
+    """The text after `tag:` on the reply's last line that carries it (markdown around it dropped).
 
     >>> last_verdict("VERDICT ab: 0.2\\n**VERDICT ab: 0.8**", "VERDICT ab")
     '0.8'
+    >>> last_verdict("verdict AB: **B**", "VERDICT ab")
+    'B'
     """
-    found = re.findall(
-        rf"^[\W_]*{re.escape(tag)}[\W_]*?:\s*(.*?)[\s*`]*$", reply, re.MULTILINE | re.IGNORECASE
-    )
-    return found[-1] if found else None
+    found = re.findall(rf"^[\W_]*{re.escape(tag)}[\W_]*?:(.*)$", reply, re.MULTILINE | re.IGNORECASE)
+    return found[-1].strip(" \t*`'\"") if found else None
 
 
 def unit_score(text: str | None) -> float | None:
