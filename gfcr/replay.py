@@ -110,7 +110,7 @@ class ReplayConfig:
 
     url: str = "runs/replay.db"  # a SQLAlchemy URL, or a path for a SQLite file
     store_rule: str = "all"  # "all" | "correct": what `store` keeps
-    success_at: float = 1.0  # a trajectory with at least this total reward is correct
+    success_at: float = 1.0  # a trajectory with at least this reward (`Trajectory.reward`) is correct
     max_per_task: int | None = None  # keep only the newest N per task
     max_age_s: float | None = None  # evict what was stored longer ago than this
     max_staleness: int | None = None  # evict what is more than N policy versions behind
@@ -169,7 +169,7 @@ class ReplayBuffer:
         return self.config.store_rule == "all" or self._passed(trajectory)
 
     def _passed(self, trajectory: Trajectory) -> bool:
-        return solved(trajectory.total_reward, self.config.success_at)
+        return solved(trajectory.reward, self.config.success_at)  # the judged reward, as training saw it
 
     def _row(self, trajectory: Trajectory) -> dict[str, Any]:
         version = trajectory.provenance.policy_version
@@ -182,7 +182,7 @@ class ReplayBuffer:
             "version_number": version_number(version),
             "created": trajectory.provenance.time,
             "stored_at": time.time(),
-            "reward": trajectory.total_reward,
+            "reward": trajectory.reward,
             "passed": self._passed(trajectory),
             "signals": dict(trajectory.signals),
             "length": response_length(trajectory),

@@ -5,8 +5,10 @@ not score is left out of training (issue 33's proof). TRL's side: tests/integrat
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,13 +19,18 @@ from gfcr.filter.signals import response_length
 from gfcr.trainers import Trainer
 
 
+# the tiny model never ends a response by itself: stopping at an "e" gives a group varied lengths
+VARIED_LENGTHS = {"max_tokens": 16, "stop": ["e"]}
+
+
 def trained_groups(trainer: Trainer) -> list[list[Trajectory]]:
     assert trainer.last_rollout is not None
     return list(trainer.last_rollout.groups.values())
 
 
 def test_shorter_better_rewards_the_distance_to_the_groups_shortest_correct_length(make_config):
-    trainer = Trainer(make_config(judge={"length": {"kind": "shorter_better", "weight": 0.1}}, steps=1))
+    judge = {"length": {"kind": "shorter_better", "weight": 0.1}}
+    trainer = Trainer(make_config(judge=judge, rollout=VARIED_LENGTHS, steps=1))
     history = trainer.train()
     parts = []
     for group in trained_groups(trainer):
@@ -36,7 +43,7 @@ def test_shorter_better_rewards_the_distance_to_the_groups_shortest_correct_leng
                 "length": pytest.approx(-0.1 * abs(n - optimal)),
             }
             parts.append(t.reward_terms["length"])
-    assert history[-1]["judge/length_mean"] == pytest.approx(np.mean(parts))
+    assert history[-1]["judge/length_mean"] == pytest.approx(np.mean(parts)) and min(parts) < 0
     samples = trainer.pipeline.credit(trainer.last_rollout)
     expected = [a for g in trained_groups(trainer) for a in group_advantages([t.reward for t in g], "grpo")]
     assert [s.advantage for s in samples] == pytest.approx(expected)  # the advantages use the judged reward
@@ -95,3 +102,21 @@ def test_an_envs_own_judge_table_replaces_the_runs_for_its_episodes(make_config,
     assert all("length" not in t.reward_terms for t in trained)  # the env's table has no length term
     assert all(t.reward == float(t.signals["correct"]) for t in trained)
     assert {k for t in trained for k in t.reward_terms} == {"verifier", "gate"}
+
+
+def test_gfcr_diagnose_shows_which_term_moved_the_reward_of_a_training_run(make_config):
+    from typer.testing import CliRunner
+
+    from gfcr.apps.cli import app
+    from gfcr.apps.diagnose.data import read_replay
+
+    judge = {"length": {"kind": "shorter_better", "weight": 0.1}}
+    config = make_config(judge=judge, replay={"enabled": True}, rollout=VARIED_LENGTHS, steps=1)
+    Trainer(config).train()
+    result = CliRunner().invoke(app, ["diagnose", config.out_dir, "--json"])
+    assert result.exit_code == 0, result.output
+    reward = json.loads(result.output)["criteria"]["reward"]
+    saved = [s.trajectory for s in read_replay(Path(config.out_dir) / "replay.db")]  # as judged
+    assert reward["judged_episodes"] == len(saved) > 0 and all(t.reward_terms for t in saved)
+    moved = sum(t.reward_terms["length"] != 0 for t in saved) / len(saved)
+    assert reward["moved_share"] == {"length": pytest.approx(moved, abs=1e-4)} and moved > 0

@@ -1,6 +1,7 @@
 """The three criteria for judging a rollout pipeline: reliability (verifier agreement, flake rate,
 infrastructure failures), coverage (informative groups, prompt difficulty spread, pass@k against
-pass@1) and cost (tokens, seconds and env calls per solved task and per informative group).
+pass@1) and cost (tokens, seconds and env calls per solved task and per informative group); for
+episodes a judge stage scored, which of its terms moved the reward ("reward").
 
 From trajectories when the input has them, else from a training run's per-step metrics; what
 neither holds is said to be "not measurable from this input", never guessed.
@@ -65,10 +66,34 @@ def criteria_by_run(
 
 def _from_trajectories(data: RunData, reverified: Reverification | None) -> dict[str, Any]:
     groups = list(data.groups().values())
-    return {
+    found = {
         "reliability": _reliability(data, reverified),
         "coverage": _coverage(groups),
         "cost": _cost(data, groups),
+    }
+    judged = [t for t in data.trajectories if t.reward_terms]
+    return found | ({"reward": reward_terms(judged)} if judged else {})
+
+
+def reward_terms(judged: list[Trajectory]) -> dict[str, Any]:
+    """Which term of the judge stage moved the training reward (`Trajectory.reward_terms`): each
+    term's mean part, the share of episodes it moved (a part other than 0; the verifier's is the
+    env's own reward), and the share whose training reward differs from the env's.
+
+    >>> a, b = Trajectory("e", "t", "?"), Trajectory("e", "t", "?")
+    >>> a.reward_terms, b.reward_terms = {"verifier": 1.0, "length": -0.5}, {"verifier": 0.0, "length": 0.0}
+    >>> found = reward_terms([a, b])
+    >>> found["term_means"], found["moved_share"], found["reward_changed_share"]
+    ({'verifier': 0.5, 'length': -0.25}, {'length': 0.5}, 0.5)
+    """
+    names = dict.fromkeys(name for t in judged for name in t.reward_terms)
+    parts = {n: [t.reward_terms.get(n, 0.0) for t in judged] for n in names}
+    moved = {n: share(sum(p != 0.0 for p in values), len(judged)) for n, values in parts.items()}
+    return {
+        "judged_episodes": len(judged),
+        "term_means": {n: round(float(np.mean(values)), 4) for n, values in parts.items()},
+        "moved_share": {n: value for n, value in moved.items() if n != "verifier"},
+        "reward_changed_share": share(sum(t.reward != t.total_reward for t in judged), len(judged)),
     }
 
 
@@ -183,7 +208,13 @@ def _from_metrics(data: RunData) -> dict[str, Any]:
             "per_informative_group": _per(tokens, seconds, env_calls, informative),
         },
         "pipeline": pipeline_totals(rl),
-    }
+    } | _stored_reward_terms(data)
+
+
+def _stored_reward_terms(data: RunData) -> dict[str, Any]:
+    """The "reward" group of the samples a training run's replay buffer keeps, as they were judged."""
+    judged = [s.trajectory for s in data.replay or () if s.trajectory.reward_terms]
+    return {"reward": reward_terms(judged)} if judged else {}
 
 
 PIPELINE_STAGES = ("choose", "allocate", "generate", "judge", "decide", "keep", "credit")

@@ -26,7 +26,7 @@ from gfcr.apps.diagnose.pathology import Pathology
 from gfcr.core import read_jsonl
 from gfcr.version import __version__
 
-CRITERIA_GROUPS = ("reliability", "coverage", "cost", "pipeline")  # a training run's has "pipeline" too
+CRITERIA_GROUPS = ("reliability", "coverage", "cost", "reward", "pipeline")  # "reward": judged episodes'
 
 COLOURS = {
     "high": "bold red",
