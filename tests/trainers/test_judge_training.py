@@ -18,7 +18,6 @@ from gfcr.filter import EnvReward, JudgeStage, Weighted, group_advantages
 from gfcr.filter.signals import response_length
 from gfcr.trainers import Trainer
 
-
 # the tiny model never ends a response by itself: stopping at an "e" gives a group varied lengths
 VARIED_LENGTHS = {"max_tokens": 16, "stop": ["e"]}
 
