@@ -61,7 +61,12 @@ def shift_reported_logprobs(policy, shift: float) -> None:
 
 
 def one_step(make_config, shift: float, **loss) -> dict:
-    trainer = Trainer(make_config(optim={"recompute_old_logprobs": True}, loss=loss, steps=1))
+    """One step on groups of 6 (a reward spread, so an update, on any seed), the engine's reported
+    logprobs shifted by `shift`."""
+    config = make_config(
+        optim={"recompute_old_logprobs": True}, loss=loss, rollout={"group_size": 6}, steps=1
+    )
+    trainer = Trainer(config)
     if shift:
         shift_reported_logprobs(trainer.models.policy, shift)
     return trainer.rl_step()
