@@ -16,8 +16,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-import numpy as np
-
 from gfcr.core import Trajectory
 
 
@@ -29,11 +27,15 @@ def topk_entropy(logprobs: Iterable[float]) -> float:
     >>> topk_entropy([0.0]), topk_entropy([])
     (0.0, 0.0)
     """
-    lp = np.array([x for x in logprobs if math.isfinite(x)], dtype=np.float64)  # (k,)
-    if lp.size == 0:
+    lp = [x for x in logprobs if math.isfinite(x)]
+    if not lp:
         return 0.0
-    log_p = lp - np.logaddexp.reduce(lp)  # renormalise in log space: no underflow
-    return float(-(np.exp(log_p) * log_p).sum() + 0.0)  # + 0.0: -0.0 for a single token reads 0.0
+    # Plain floats: for k ~ 20 values a call, numpy's per-call overhead costs more than it saves.
+    top = max(lp)
+    weights = [math.exp(x - top) for x in lp]  # shifted by the largest: no underflow
+    z = sum(weights)
+    # H = -Σ p log p with p = w / z and log p = (x - top) - log z
+    return max(0.0, math.log(z) - sum(w * (x - top) for w, x in zip(weights, lp, strict=True)) / z)
 
 
 def mean_token_entropy(trajectories: Sequence[Trajectory]) -> float | None:
