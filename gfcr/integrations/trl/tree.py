@@ -11,7 +11,7 @@ Importing this module imports TRL (`pip install -e '.[trl]'`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 from trl import GRPOTrainer
@@ -56,9 +56,9 @@ class TreeGRPOTrainer(GRPOTrainer):
         completion_ids = output["completion_ids"]  # (B, T)
         advantages = pad(
             [torch.tensor(row, dtype=torch.float32) for row in rows],
-            padding_value=0.0,
+            padding_value=0,
             padding_side="right",
-            pad_to_multiple_of=self.pad_to_multiple_of,
+            pad_to_multiple_of=cast(int | None, self.pad_to_multiple_of),  # as TRL pads the completions
         ).to(completion_ids.device)
         if advantages.shape != completion_ids.shape:  # a row not aligned with its completion
             raise ConfigError(
