@@ -114,15 +114,6 @@ def test_the_recipe_runs_one_step_and_its_method_acts(path, tiny_model, parity_e
             )
             assert log["replay/samples"] == 8 and "replay/truncated_share" in log
             assert all(s.is_weights is not None for s in samples if s.replayed)
-        case "repo":  # the same prompts again: each group of 4 gets 4 stored samples, weighed by tis
-            assert m["keep/mixed"] == 0 and m["replay/samples"] == 0  # nothing stored before step 1
-            again = trainer.pipeline.step(candidates=list(trainer.last_rollout.groups))
-            assert again.metrics["keep/mixed"] == 8
-            samples, log = correct_off_policy(
-                trainer.model, trainer.pipeline.credit(again), trainer.settings, current_version=trainer.step
-            )
-            assert log["replay/samples"] == 8 and "replay/truncated_share" in log
-            assert all(s.is_weights is not None for s in samples if s.replayed)
         case _:
             pytest.fail(f"no check for the recipe {name}")
 
