@@ -404,7 +404,8 @@ class RolloutPipeline:
             parts = [t.reward_terms.get(name, 0.0) for t in trained]
             metrics[f"judge/{name}_mean"] = float(np.mean(parts)) if parts else 0.0
         if any(stage.gates for stage in stages):
-            metrics["judge/gated_share"] = float(np.mean(["gate" in t.reward_terms for t in trained] or [0]))
+            gated = [float("gate" in t.reward_terms) for t in trained]
+            metrics["judge/gated_share"] = float(np.mean(gated)) if gated else 0.0
         if self.process is not None:
             scored, unscored = self.process_counts  # steps (or lines) scored, and left unscored
             metrics |= {"judge/process_scored": float(scored), "judge/process_unscored": float(unscored)}
@@ -457,7 +458,7 @@ def task_source(env: EnvConfig) -> Any:
     task source stays readable."""
     made = gym.make(env.env_id, **env.kwargs)
     try:
-        return made.unwrapped.tasks
+        return made.unwrapped.tasks  # type: ignore[attr-defined]  # every gfcr env is a TextEnv
     finally:
         made.close()
 
