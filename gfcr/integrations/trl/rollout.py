@@ -122,15 +122,21 @@ class GfcrRollout:
     ) -> list[Trajectory]:
         """`len(batch_ids)` groups of `size`, group by group: the kept ones, then the dropped full
         groups, then plain groups of TRL's own prompts run now."""
-        groups = {task_id: group[:size] for task_id, group in batch.groups.items() if len(group) >= size}
+        failed = [t for t in batch.generated if t.status == "failed"]  # they reach TRL as reward None
+        groups = {
+            task_id: padded
+            for task_id, group in batch.groups.items()
+            if len(padded := _padded(group, failed, size)) == size
+        }
         wanted = len(batch_ids)
         if len(groups) < wanted:
             logger.warning(
                 "the step kept %d of %d groups; topping up with dropped groups", len(groups), wanted
             )
             for task_id, group in group_by_task(batch.generated).items():
-                if len(groups) < wanted and task_id not in groups and len(group) >= size:
-                    groups[task_id] = group[:size]
+                if len(groups) < wanted and task_id not in groups:
+                    if len(padded := _padded(group, failed, size)) == size:
+                        groups[task_id] = padded
         missing = [t for t in batch_ids if t not in groups][: wanted - len(groups)]
         if missing:
             for task_id, group in group_by_task(pipeline.sample({t: size for t in missing})).items():
@@ -391,6 +397,13 @@ def trl_fields(
         out["task_id"].append(trajectory.task_id)
         out["trajectory_id"].append(trajectory.id)
     return out
+
+
+def _padded(group: Sequence[Trajectory], failed: Sequence[Trajectory], size: int) -> list[Trajectory]:
+    """`size` episodes of a group's task: its kept ones, then those the infrastructure or a judge
+    failed (TRL gets them with reward None and leaves them out of its group baseline)."""
+    task_id = group[0].task_id
+    return [*group, *(t for t in failed if t.task_id == task_id)][:size]
 
 
 def _spoke(trajectory: Trajectory) -> bool:
