@@ -20,6 +20,7 @@ RECIPES = sorted((Path(__file__).parents[2] / "examples" / "methods").glob("*.to
 METHODS = {"grpo", "dr_grpo", "dapo", "greso", "vcrl", "vade", "sec", "ar3po", "treerl", "treerpo", "gspo"}
 METHODS |= {"seed_grpo"}  # the credit stage's
 METHODS |= {"repo"}  # the keep stage's replay mix, corrected in the update
+METHODS |= {"ttrl", "shorter_better"}  # the judge stage's
 METHODS |= {"prm"}  # the judge stage's process scores, mixed into credit
 TREES = {"treerl", "treerpo"}  # per-token credit from a tree: TRL trains them with TreeGRPOTrainer
 
@@ -52,8 +53,8 @@ def test_every_method_of_the_survey_that_gfcr_realises_has_a_recipe():
 
 def test_the_recipes_share_everything_but_their_method():
     """Side by side, they differ only in out_dir and the method's sections ([loss], [control],
-    [generate], [overlong_penalty], [replay], [credit])."""
-    method = {"out_dir", "loss", "control", "generate", "overlong_penalty", "replay", "credit"}
+    [generate], [judge], [overlong_penalty], [replay], [credit])."""
+    method = {"out_dir", "loss", "control", "generate", "judge", "overlong_penalty", "replay", "credit"}
     shared = [{k: v for k, v in read_toml(p).items() if k not in method} for p in RECIPES]
     assert all(s == shared[0] for s in shared)
     assert all(read_toml(p)["out_dir"] == f"runs/methods/{p.stem}" for p in RECIPES)
@@ -97,6 +98,12 @@ def test_the_recipe_runs_one_step_and_its_method_acts(path, tiny_model, parity_e
             assert m["generate/branches"] > 0 and trainer.pipeline.estimator == name
             assert m["generate/episodes"] > trainer.pipeline.roots(4) * 2  # leaves beyond the roots
             assert [len(g) for g in trainer.last_rollout.groups.values()] == [4, 4]  # exactly the samples
+        case "ttrl":  # label-free: the vote is the whole reward
+            trained = [t for g in trainer.last_rollout.groups.values() for t in g]
+            assert trained and all(set(t.reward_terms) == {"majority"} for t in trained)
+            assert "judge/majority_mean" in m and "judge/verifier_mean" not in m
+        case "shorter_better":  # the distance to the group's shortest correct length
+            assert "judge/length_mean" in m and m["judge/length_mean"] <= 0.0
         case "seed_grpo":  # the credit stage damps each group by its semantic entropy
             seed_grpo = recipe.pipeline.credit.seed_grpo
             assert seed_grpo.enabled and trainer.pipeline.seed_grpo == seed_grpo
