@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from gfcr.core import Message, Step, Trajectory
 from gfcr.core.admission import AdmissionConfig
@@ -102,6 +102,20 @@ class ProgressScorer:
         return max(0.0, levels[-1] - best)
 
 
+class Ask(NamedTuple):
+    """What a PRM is asked about: `unit` (a step's action, or a line of it) of the task `prompt`,
+    after the texts of `context` (the steps before it, and the lines before it in its step)."""
+
+    prompt: str
+    context: Sequence[str]
+    unit: str
+
+
+def step_text(step: Step) -> str:
+    """A step as a PRM's context shows it: the action, then what the env answered."""
+    return f"{step.action}\n[observation] {step.observation}"
+
+
 PRM_INSTRUCTIONS = (
     "You grade one step of a solution in progress, not the whole solution. Read the task, the steps "
     "before it and the step; judge whether the step is correct and moves the solution forward. Reason "
@@ -124,9 +138,9 @@ class PolicyPRM:
     ...     tag = re.search(r"VERDICT \\w+", messages[-1].content)[0]
     ...     return f"{tag}: {1.0 if '=' in messages[-1].content.split('Step:')[-1] else 0.0}"
     >>> prm = PolicyPRM(grader)
-    >>> prm.scores("2+2*3?", [((), "2*3 = 6"), (("2*3 = 6",), "so 8")])
+    >>> prm.scores([Ask("2+2*3?", (), "2*3 = 6"), Ask("2+2*3?", ("2*3 = 6",), "so 8")])
     [1.0, 0.0]
-    >>> PolicyPRM(lambda messages: "SCORE: 1").scores("2+2?", [((), "4")])  # no tagged verdict
+    >>> PolicyPRM(lambda messages: "SCORE: 1").scores([Ask("2+2?", (), "4")])  # no tagged verdict
     [None]
     """
 
@@ -145,16 +159,17 @@ class PolicyPRM:
         if not trajectory.steps:
             return None
         *earlier, last = trajectory.steps
-        context = [f"{step.action}\n[observation] {step.observation}" for step in earlier]
-        return self.scores(trajectory.prompt, [(context, last.action)])[0]
+        return self.scores([Ask(trajectory.prompt, [step_text(s) for s in earlier], last.action)])[0]
 
-    def scores(self, prompt: str, units: Sequence[tuple[Sequence[str], str]]) -> list[float | None]:
-        """One score per (context, unit): the unit graded after the context's texts, asked in one
-        call (one batch for an HF or vLLM policy); None where the PRM gave none."""
-        conversations = [self.prompt(prompt, context, unit) for context, unit in units]
+    def scores(self, asks: Sequence[Ask]) -> list[float | None]:
+        """One score per `Ask`, all asked in one call (one batch for an HF or vLLM policy); None
+        where the PRM gave none."""
+        if not asks:
+            return []
+        conversations = [self.prompt(*ask) for ask in asks]
         replies = ask(self.chat, [messages for messages, _ in conversations])
         if isinstance(replies, str):  # the call failed: no unit is scored
-            return [None] * len(units)
+            return [None] * len(asks)
         return [
             unit_score(last_verdict(reply, tag))
             for (_, tag), reply in zip(conversations, replies, strict=True)

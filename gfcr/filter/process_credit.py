@@ -35,7 +35,7 @@ import numpy as np
 from gfcr.core import Step, Trajectory
 from gfcr.core.config import setting
 from gfcr.errors import ConfigError
-from gfcr.filter.process import PROCESS_SCORE, PolicyPRM, ProcessScorer
+from gfcr.filter.process import PROCESS_SCORE, Ask, PolicyPRM, ProcessScorer, step_text
 
 SEGMENTS = ("steps", "lines")
 Decode = Callable[[Sequence[int]], str]  # token ids -> text, the policy's tokenizer
@@ -207,37 +207,49 @@ class ProcessJudge:
             )
 
     def annotate(self, group: Sequence[Trajectory]) -> tuple[int, int]:
-        """Score each member's units into its steps' signals; (units scored, units left unscored)."""
-        scored = unscored = 0
-        for trajectory in group:
-            for step, key, score in self._scores(trajectory):
-                if score is None:
-                    step.signals.pop(key, None)
-                    unscored += 1
-                else:
-                    step.signals[key] = score
-                    scored += 1
-        return scored, unscored
+        """Score each member's units into its steps' signals (a PRM is asked about the whole group
+        in one call); (units scored, units left unscored)."""
+        if isinstance(self.scorer, PolicyPRM):
+            pairs = [pair for t in group for pair in self._asks(t)]
+            targets = [target for target, _ in pairs]
+            scores = self.scorer.scores([ask for _, ask in pairs])
+        else:  # a rule: each step scored on the trajectory up to it
+            targets = [(step, PROCESS_SCORE) for t in group for step in t.steps]
+            scores = [
+                self.scorer.score(replace(t, steps=t.steps[: i + 1]))
+                for t in group
+                for i in range(len(t.steps))
+            ]
+        for (step, key), score in zip(targets, scores, strict=True):
+            if score is None:
+                step.signals.pop(key, None)
+            else:
+                step.signals[key] = score
+        unscored = sum(score is None for score in scores)
+        return len(scores) - unscored, unscored
 
-    def _scores(self, trajectory: Trajectory) -> list[tuple[Step, str, float | None]]:
-        steps = trajectory.steps
+    def _asks(self, trajectory: Trajectory) -> list[tuple[tuple[Step, str], Ask]]:
+        """Each unit of `trajectory` (its step and signal key) and what the PRM is asked about it."""
+        steps, prompt = trajectory.steps, trajectory.prompt
+        earlier = [step_text(s) for s in steps]
         if self.credit.segments == "steps":
-            scores = [self.scorer.score(replace(trajectory, steps=steps[: i + 1])) for i in range(len(steps))]
-            return [(step, PROCESS_SCORE, score) for step, score in zip(steps, scores, strict=True)]
-        assert isinstance(self.scorer, PolicyPRM) and self.credit.decode is not None and trajectory.tokens
-        decode, ids = self.credit.decode, trajectory.tokens.completion_ids
+            return [
+                ((step, PROCESS_SCORE), Ask(prompt, earlier[:i], step.action)) for i, step in enumerate(steps)
+            ]
+        assert self.credit.decode is not None  # ProcessCredit checks it for lines
+        ids = trajectory.tokens.completion_ids if trajectory.tokens else []
         units = self.credit.units(trajectory)
-        texts = [decode(ids[unit.start : unit.end]) for unit in units]
-        earlier = [f"{s.action}\n[observation] {s.observation}" for s in steps]
-        contexts = [  # the steps before the line's, then the lines before it in its own step
-            earlier[: unit.step] + [text for other, text in zip(units, texts, strict=True)
-                                    if other.step == unit.step and other.start < unit.start]
-            for unit in units
-        ]  # fmt: skip
-        scores = (
-            self.scorer.scores(trajectory.prompt, list(zip(contexts, texts, strict=True))) if units else []
-        )
-        return [(steps[unit.step], unit.key, score) for unit, score in zip(units, scores, strict=True)]
+        texts = [self.credit.decode(ids[unit.start : unit.end]) for unit in units]
+        asks = []
+        for unit, line in zip(units, texts, strict=True):
+            before = [
+                text
+                for other, text in zip(units, texts, strict=True)
+                if other.step == unit.step and other.start < unit.start
+            ]
+            # the context: the steps before the line's, then the lines before it in its own step
+            asks.append(((steps[unit.step], unit.key), Ask(prompt, earlier[: unit.step] + before, line)))
+        return asks
 
 
 RULES = "rules"
