@@ -221,6 +221,7 @@ class Trainer:
                     break
         else:
             logger.warning("step %d: no group with policy tokens to train on; no update", self.step + 1)
+            stats = {"update/skipped": 1.0}  # logged like a step whose advantages were all 0
         return {
             **batch.metrics,
             **credit_metrics(samples),

@@ -20,7 +20,7 @@ RECIPES = sorted((Path(__file__).parents[2] / "examples" / "methods").glob("*.to
 METHODS = {"grpo", "dr_grpo", "dapo", "greso", "vcrl", "vade", "sec", "ar3po", "treerl", "treerpo", "gspo"}
 METHODS |= {"seed_grpo"}  # the credit stage's
 METHODS |= {"repo"}  # the keep stage's replay mix, corrected in the update
-METHODS |= {"ttrl", "shorter_better"}  # the judge stage's
+METHODS |= {"ttrl", "shorter_better", "ruler"}  # the judge stage's
 METHODS |= {"prm"}  # the judge stage's process scores, mixed into credit
 TREES = {"treerl", "treerpo"}  # per-token credit from a tree: TRL trains them with TreeGRPOTrainer
 
@@ -39,6 +39,9 @@ def shrunk(path: Path, tiny_model: Path, env_id: str, out_dir: Path) -> TrainCon
     }
     for section, values in overrides.items():
         data[section] = {**data.get(section, {}), **values}
+    judge = data.get("judge", {})
+    if "llm" in judge:  # the judge model: the tiny one, no reply file
+        judge["llm"] |= {"model": f"hf:{tiny_model}", "cache_path": None, "max_tokens": 8}
     process = data.get("judge", {}).get("process", {})
     if process.get("scorer", "rules") != "rules":  # a policy as the PRM: the tiny model, no reply file
         process |= {"scorer": f"hf:{tiny_model}", "cache_path": None, "max_tokens": 8}
@@ -102,6 +105,11 @@ def test_the_recipe_runs_one_step_and_its_method_acts(path, tiny_model, parity_e
             trained = [t for g in trainer.last_rollout.groups.values() for t in g]
             assert trained and all(set(t.reward_terms) == {"majority"} for t in trained)
             assert "judge/majority_mean" in m and "judge/verifier_mean" not in m
+        case "ruler":  # the judge's listwise scores are the whole reward; what it cannot score is left out
+            generated = trainer.last_rollout.generated
+            failed = [t for t in generated if (t.failure or "").startswith("judge_failure")]
+            assert all(set(t.reward_terms) == {"llm"} for t in generated if t not in failed)
+            assert m["judge/failures"] == len(failed) and generated
         case "shorter_better":  # the distance to the group's shortest correct length
             assert "judge/length_mean" in m and m["judge/length_mean"] <= 0.0
         case "seed_grpo":  # the credit stage damps each group by its semantic entropy
