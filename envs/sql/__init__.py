@@ -16,7 +16,7 @@ from gfcr.envs.sql.verifier import SQLVerifier, extract_sql, submitted_answer, s
 from gfcr.filter.semantic import AnswerFamily, register_answers
 
 # Semantic clusters of SQL answers (gfcr.filter.semantic): correct results are one meaning.
-register_answers("gfcr/SQL-", AnswerFamily(submitted_answer))
+register_answers("gfcr/SQL-", AnswerFamily(submitted_answer, reads_gold=True))
 
 __all__ = [
     "Database",

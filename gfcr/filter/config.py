@@ -7,8 +7,8 @@ reward is the env's own.
 >>> config = from_dict(JudgeConfig, {"verifier": 1.0, "length": {"kind": "shorter_better", "weight": 0.001}})
 >>> [w.name for w in config.stage().terms]
 ['verifier', 'length']
->>> from_dict(JudgeConfig, {"verifier": 0.0, "majority": {"weight": 1.0}}).label_free
-True
+>>> [w.name for w in from_dict(JudgeConfig, {"verifier": 0.0, "majority": {"weight": 1.0}}).stage().terms]
+['majority']
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from gfcr.filter.compose import (
 )
 from gfcr.filter.judge_config import LLMJudgeConfig
 from gfcr.filter.process_credit import ProcessConfig
-from gfcr.filter.semantic import answer_clusters
+from gfcr.filter.semantic import vote_clusters
 
 LENGTH_KINDS = ("none", "shorter_better", "kimi")
 
@@ -125,11 +125,6 @@ class JudgeConfig:
         return from_dict(JudgeConfig, self.envs[env_id], f'judge.envs."{env_id}"')
 
     @property
-    def label_free(self) -> bool:
-        """Whether the reward reads no gold label (the verifier's weight is 0)."""
-        return self.verifier == 0.0
-
-    @property
     def judged_by_llm(self) -> bool:
         """Whether `[judge.llm]` adds its term (a model given, a weight not 0)."""
         return self.llm.enabled and self.llm.weight != 0.0
@@ -138,7 +133,7 @@ class JudgeConfig:
         """The terms besides the verifier, in the order they are recorded."""
         terms = []
         if self.majority.weight:
-            terms.append(Weighted("majority", MajorityVote(answer_clusters), self.majority.weight))
+            terms.append(Weighted("majority", MajorityVote(vote_clusters), self.majority.weight))
         length = self.length.term()
         if length is not None and self.length.weight:
             terms.append(Weighted("length", length, self.length.weight))

@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gfcr.core import Trajectory
+from gfcr.errors import ConfigError
 
 
 def _same(a: str, b: str) -> bool:
@@ -61,6 +62,7 @@ class AnswerFamily:
 
     answer: Callable[[Trajectory], str | None] = last_action
     equivalent: Callable[[str, str], bool] = _same
+    reads_gold: bool = False  # the clusters use the gold answer: no label-free vote may use them
 
 
 _FAMILIES: dict[str, AnswerFamily] = {}
@@ -115,6 +117,27 @@ def answer_clusters(group: Sequence[Trajectory]) -> list[int | None]:
             firsts.append((answer, answer_family(trajectory.env_id)))
         labels.append(label)
     return labels
+
+
+def vote_clusters(group: Sequence[Trajectory]) -> list[int | None]:
+    """`answer_clusters` for a label-free vote (TTRL's `MajorityVote`): a `ConfigError` for an env
+    whose family reads the gold answer to cluster (SQL), since the vote would then leak the label.
+
+    >>> from gfcr.core import Step
+    >>> vote_clusters([Trajectory("gfcr/SQL-v0", "t", "?", [Step("SELECT 1", "", 0.0, True, False)])])
+    Traceback (most recent call last):
+    ...
+    gfcr.errors.ConfigError: a majority vote over gfcr/SQL-v0 would read its gold answer: ...
+    """
+    for env_id in dict.fromkeys(t.env_id for t in group):
+        if answer_family(env_id).reads_gold:
+            raise ConfigError(
+                f"a majority vote over {env_id} would read its gold answer: its answers are clustered "
+                "by matching the gold result (the trajectory records no result sets), so the vote is "
+                "not label-free; reward this env with its verifier ([judge] verifier, or "
+                f'[judge.envs."{env_id}"] without [judge.majority])'
+            )
+    return answer_clusters(group)
 
 
 def cluster_entropy(labels: Sequence[int | None]) -> float:

@@ -98,7 +98,7 @@ def test_judge_settings_build_the_stage_and_refuse_what_makes_no_reward():
     assert [(w.name, w.weight) for w in stage.terms] == [("verifier", 1.0), ("length", 0.5)]
     assert stage.gates == ("format_ok",)
     label_free = from_dict(JudgeConfig, {"verifier": 0.0, "majority": {"weight": 1.0}})
-    assert [w.name for w in label_free.stage().terms] == ["majority"] and label_free.label_free
+    assert [w.name for w in label_free.stage().terms] == ["majority"]
     with pytest.raises(ConfigError, match="no reward at all"):
         from_dict(JudgeConfig, {"verifier": 0.0})
     with pytest.raises(ConfigError, match="gate must be one of zero, cap"):
@@ -114,3 +114,12 @@ def test_reward_terms_round_trip_through_json_and_old_lines_still_load():
     assert back.reward_terms == judged.reward_terms and back.reward == 0.5
     plain = episode("a", 1.0)
     assert "reward_terms" not in plain.to_json() and Trajectory.from_json(plain.to_json()).reward == 1.0
+
+
+def test_a_label_free_vote_refuses_an_env_whose_answers_cluster_by_the_gold():
+    import gfcr.envs.sql  # noqa: F401  (registers the SQL answer family, which reads the gold)
+
+    stage = from_dict(JudgeConfig, {"verifier": 0.0, "majority": {"weight": 1.0}}).stage()
+    sql = Trajectory("gfcr/SQL-v0", "t", "?", [Step("SELECT 1", "", 1.0, True, False, {"match": True})])
+    with pytest.raises(ConfigError, match="would read its gold answer"):
+        stage.judge(TASK, [sql])
