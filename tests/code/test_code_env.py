@@ -7,19 +7,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import gymnasium as gym
 import pytest
+from scripted_episodes import Scripted, tool_call
 
 import gfcr  # noqa: F401  (registers the envs)
 from gfcr.agents import OraclePolicy, RandomPolicy
 from gfcr.agents.runner.rollout import rollout
 from gfcr.core import Verifier
-from gfcr.core.policy import Completion
 from gfcr.envs.code import CodeEnv, CodeInteractiveEnv, CodeVerifier, extract_code, grade, load_source
 from gfcr.envs.code.grading import code_sandbox
 from gfcr.errors import DataError, UnknownNameError
-
-
-def call(name: str, **arguments: object) -> str:
-    return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
 
 
 def test_the_oracle_solves_all_164_humaneval_problems():
@@ -165,17 +161,17 @@ def test_interactive_episode_runs_code_tests_it_and_submits():
         "submit",
     ] and "submit(code)" in obs
     obs, reward, terminated, truncated, info = env.step(
-        call("run_python", code="def add(x, y):\n    return x - y\nprint(add(5, 3))")
+        tool_call("run_python", code="def add(x, y):\n    return x - y\nprint(add(5, 3))")
     )
     assert (obs, reward, terminated, truncated) == ("2", 0.0, False, False) and info["messages"][
         0
     ].role == "tool"
-    obs = env.step(call("run_tests"))[0]
+    obs = env.step(tool_call("run_tests"))[0]
     assert obs.startswith("0/2 visible tests passed.") and "add(2, 3) should give 5" in obs
-    assert env.step(call("run_python", code="def add(x, y):\n    return x + y"))[0] == "(no output)"
-    assert env.step(call("run_tests"))[0] == "2/2 visible tests passed."
-    assert env.step(call("run_tests", code="def add(x, y):\n    return 0"))[0].startswith("0/2")
-    _, reward, terminated, _, info = env.step(call("submit", code="def add(x, y):\n    return x + y"))
+    assert env.step(tool_call("run_python", code="def add(x, y):\n    return x + y"))[0] == "(no output)"
+    assert env.step(tool_call("run_tests"))[0] == "2/2 visible tests passed."
+    assert env.step(tool_call("run_tests", code="def add(x, y):\n    return 0"))[0].startswith("0/2")
+    _, reward, terminated, _, info = env.step(tool_call("submit", code="def add(x, y):\n    return x + y"))
     assert (reward, terminated, info["signals"]["submitted"], info["signals"]["passed"]) == (
         1.0,
         True,
@@ -199,8 +195,8 @@ def test_interactive_session_survives_turns_and_ends_with_the_episode(job_proces
     before = set(job_processes())
     env = gym.make("gfcr/CodeInteractive-v0", max_turns=3)
     env.reset(options={"task_id": ADD})
-    env.step(call("run_python", code="import subprocess\nsubprocess.Popen(['sleep', '300'])\nstate = 7"))
-    assert env.step(call("run_python", code="print(state)"))[0] == "7"
+    env.step(tool_call("run_python", code="import subprocess\nsubprocess.Popen(['sleep', '300'])\nstate = 7"))
+    assert env.step(tool_call("run_python", code="print(state)"))[0] == "7"
     assert set(job_processes()) - before
     _, reward, terminated, truncated, _ = env.step("no tool call and no code")
     assert (reward, terminated, truncated) == (0.0, False, True)  # the turn limit
@@ -210,10 +206,10 @@ def test_interactive_session_survives_turns_and_ends_with_the_episode(job_proces
 def test_timeouts_in_the_session_are_reported_and_recovered():
     env = gym.make("gfcr/CodeInteractive-v0", timeout_s=1.0)
     env.reset(options={"task_id": ADD})
-    env.step(call("run_python", code="x = 1"))
-    obs = env.step(call("run_python", code="while True: pass"))[0]
+    env.step(tool_call("run_python", code="x = 1"))
+    obs = env.step(tool_call("run_python", code="while True: pass"))[0]
     assert "[status: timeout" in obs and "state is lost" in obs
-    assert "NameError" in env.step(call("run_python", code="print(x)"))[0]
+    assert "NameError" in env.step(tool_call("run_python", code="print(x)"))[0]
     env.close()
 
 
@@ -247,7 +243,7 @@ def test_user_jsonl_function_tests_and_io_cases(tmp_path):
     assert info["signals"]["pass_fraction"] == 0.5
     interactive = gym.make("gfcr/CodeInteractive-v0", dataset=str(path))
     interactive.reset(options={"task_id": "mine/sum"})
-    assert interactive.step(call("run_tests", code="print(3)"))[0] == "1/1 visible tests passed."
+    assert interactive.step(tool_call("run_tests", code="print(3)"))[0] == "1/1 visible tests passed."
 
 
 IO_CHEATS = [
@@ -310,9 +306,9 @@ def test_the_code_verifier_re_grades_trajectories_exactly_as_the_envs_did():
         ("gfcr/Code-v0", ["```python\ndef add(x, y):\n    return x * y\n```"]),
         ("gfcr/Code-v0", ["```python\ndef add(x, y:\n```"]),
         ("gfcr/Code-v0", ["I would add them."]),
-        ("gfcr/CodeInteractive-v0", [call("run_python", code="1"), call("submit", code=ADD_SOLUTION)]),
-        ("gfcr/CodeInteractive-v0", [call("submit", code="def add(x, y):\n    return 0")]),
-        ("gfcr/CodeInteractive-v0", [call("run_python", code=ADD_SOLUTION)] * 2),  # never submitted
+        ("gfcr/CodeInteractive-v0", [tool_call("run_python", code="1"), tool_call("submit", code=ADD_SOLUTION)]),
+        ("gfcr/CodeInteractive-v0", [tool_call("submit", code="def add(x, y):\n    return 0")]),
+        ("gfcr/CodeInteractive-v0", [tool_call("run_python", code=ADD_SOLUTION)] * 2),  # never submitted
     ]  # fmt: skip
     task = load_source("humaneval").get(ADD)
     for env_id, actions in episodes:
@@ -322,15 +318,3 @@ def test_the_code_verifier_re_grades_trajectories_exactly_as_the_envs_did():
         if trajectory.steps[-1].terminated:  # the env graded a submission: the same signals
             interactive = CodeInteractiveEnv.signal_defaults.keys() - CodeEnv.signal_defaults.keys()
             assert verdict.signals == {k: v for k, v in trajectory.signals.items() if k not in interactive}
-
-
-class Scripted:
-    """A policy that says `actions` in order."""
-
-    name, version = "test:scripted", "1"
-
-    def __init__(self, actions: list[str]) -> None:
-        self.actions = iter(actions)
-
-    def generate(self, requests):
-        return [Completion(next(self.actions)) for _ in requests]

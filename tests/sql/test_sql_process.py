@@ -4,32 +4,14 @@ column names over wrong rows, NULLs under the gold's names, the same query again
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from scripted_episodes import process_scores, scored_episode, tool_call
 
-from gfcr.agents.runner.rollout import rollout
 from gfcr.core import Trajectory
-from gfcr.core.policy import Completion
 from gfcr.envs.sql import SQLEnv
-from gfcr.filter.process_credit import ProcessJudge
 
 BRAZIL = "chinook/003"  # SELECT FirstName, LastName FROM Customer WHERE Country = 'Brazil'
 GOLD = "SELECT FirstName, LastName FROM Customer WHERE Country = 'Brazil'"
-
-
-def call(name: str, query: str) -> str:
-    return f"<tool_call>{json.dumps({'name': name, 'arguments': {'query': query}})}</tool_call>"
-
-
-class Scripted:
-    name, version = "test:scripted", "1"
-
-    def __init__(self, actions: list[str]) -> None:
-        self.actions = iter(actions)
-
-    def generate(self, requests):
-        return [Completion(next(self.actions)) for _ in requests]
 
 
 @pytest.fixture(scope="module")
@@ -38,15 +20,10 @@ def env():
 
 
 def play(env: SQLEnv, queries: list[str]) -> Trajectory:
-    actions = [call("execute_sql", q) for q in queries] + [call("submit_sql", GOLD)]
-    trajectory = rollout(env, Scripted(actions), env_id="gfcr/SQL-v0", task_id=BRAZIL)
-    ProcessJudge(env.process_rules).annotate([trajectory])
+    actions = [tool_call("execute_sql", query=q) for q in queries] + [tool_call("submit_sql", query=GOLD)]
+    trajectory = scored_episode(env, actions, "gfcr/SQL-v0", BRAZIL)
     assert trajectory.total_reward == 1.0
     return trajectory
-
-
-def scores(trajectory: Trajectory) -> list[float | None]:
-    return [step.signals.get("process_score") for step in trajectory.steps]
 
 
 def test_a_query_scores_its_progress_toward_the_gold_result(env):
@@ -57,7 +34,7 @@ def test_a_query_scores_its_progress_toward_the_gold_result(env):
     ]
     trajectory = play(env, queries)
     assert [s.signals["explored_level"] for s in trajectory.steps[:3]] == [0.0, 0.5, 1.0]
-    assert scores(trajectory) == [0.0, 0.5, 0.5, None]  # the submission is the outcome's
+    assert process_scores(trajectory) == [0.0, 0.5, 0.5, None]  # the submission is the outcome's
 
 
 def test_the_right_columns_over_wrong_rows_earn_nothing(env):
@@ -67,12 +44,12 @@ def test_the_right_columns_over_wrong_rows_earn_nothing(env):
         "SELECT FirstName, LastName FROM Customer WHERE Country = 'Brazil' LIMIT 0",
     ]
     trajectory = play(env, queries)
-    assert scores(trajectory) == [0.0, 0.0, 0.0, None]
+    assert process_scores(trajectory) == [0.0, 0.0, 0.0, None]
 
 
 def test_the_same_query_again_and_failing_queries_pay_nothing(env):
     trajectory = play(env, [GOLD, GOLD, GOLD, "SELECT nope FROM nowhere"])
-    assert scores(trajectory) == [1.0, 0.0, 0.0, 0.0, None]
+    assert process_scores(trajectory) == [1.0, 0.0, 0.0, 0.0, None]
     assert (
         trajectory.steps[3].signals["executed"] is False and trajectory.steps[3].signals["explored"] is True
     )
