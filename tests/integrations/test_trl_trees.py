@@ -24,7 +24,8 @@ from gfcr.trainers.config import PipelineConfig  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 # one branch point a turn, 3 children: a prompt's 4 completions are one root and its 3 branches
-TREE = PipelineConfig.from_dict({"generate": {"tree": {"entropy_points": 1, "children": 3}}})
+BRANCHES = {"generate": {"tree": {"entropy_points": 1, "children": 3}}}
+TREE = PipelineConfig.from_dict(BRANCHES)
 
 
 def policy_gradient_loss(model, inputs, advantages):
@@ -60,21 +61,36 @@ def recording_trainer(rollout):
     return Recording
 
 
-def expected_advantages(rollout, inputs, estimator: str) -> torch.Tensor:
-    """Each row's advantages from its own trajectory's tree (rows are shuffled by TRL: a row is found
-    by its tokens; two leaves with the same tokens lie on the same path, so they agree)."""
-    batch = rollout.last_batch
-    by_id = {}
-    for group in batch.groups.values():
-        by_id |= token_tree_advantages(group, estimator, outcome=rollout.pipeline.reward)
-    by_tokens = {(tuple(t.tokens.prompt_ids), tuple(t.tokens.completion_ids)): t.id for t in batch.trained}
-    out = torch.zeros_like(inputs["completion_ids"], dtype=torch.float32)
-    for i in range(out.size(0)):
+def row_trajectories(rollout, inputs, episodes=None) -> list:
+    """The trajectory of each row TRL trains on, among `episodes` (None: the step's groups); rows
+    are shuffled by TRL: a row is found by its tokens (two leaves of a tree with the same tokens lie
+    on the same path, so they agree)."""
+    by_tokens = {
+        (tuple(t.tokens.prompt_ids), tuple(t.tokens.completion_ids)): t
+        for t in (rollout.last_batch.trained if episodes is None else episodes)
+    }
+    rows = []
+    for i in range(inputs["completion_ids"].size(0)):
         prompt = inputs["prompt_ids"][i][inputs["prompt_mask"][i].bool()].tolist()
         completion = inputs["completion_ids"][i][inputs["completion_mask"][i].bool()].tolist()
-        row = by_id[by_tokens[tuple(prompt), tuple(completion)]]
+        rows.append(by_tokens[tuple(prompt), tuple(completion)])
+    return rows
+
+
+def per_row(inputs, rows: list[list[float]]) -> torch.Tensor:
+    """(B, T): each row's per-token values, right-padded with 0 as TRL pads the completions."""
+    out = torch.zeros_like(inputs["completion_ids"], dtype=torch.float32)
+    for i, row in enumerate(rows):
         out[i, : len(row)] = torch.tensor(row)
     return out
+
+
+def expected_advantages(rollout, inputs, estimator: str) -> torch.Tensor:
+    """Each row's advantages from its own trajectory's tree."""
+    by_id = {}
+    for group in rollout.last_batch.groups.values():
+        by_id |= token_tree_advantages(group, estimator, outcome=rollout.pipeline.reward)
+    return per_row(inputs, [by_id[t.id] for t in row_trajectories(rollout, inputs)])
 
 
 def test_tree_grpo_trainer_trains_on_the_trees_per_token_advantages(tiny_model, tmp_path, parity_env):

@@ -6,63 +6,25 @@ policy's own tokenizer."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import ClassVar
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
-from gfcr.core import Action, Message, Step, Task, TokenData, Trajectory
-from gfcr.envs.base import Outcome, TextEnv
-from gfcr.envs.tasks import TaskSource
+from gfcr.core import Step, TokenData, Trajectory
 from gfcr.errors import ConfigError
-from gfcr.filter.process import ProgressScorer
 from gfcr.filter.process_credit import ProcessCredit, line_spans, sampled_runs
 from gfcr.trainers import Trainer
 from gfcr.trainers.batching import collate, samples_from_groups, token_logprobs
 from gfcr.trainers.config import LossConfig
 from gfcr.trainers.update import UpdateSettings, accumulate_gradients
 
-TURNS = 3
-STEPS_ENV = "test/ProcessSteps-v0"
+TURNS = 3  # steps_env's (tests/conftest.py)
 
 
 def checked_level(signals) -> float | None:
+    """The level a step's check reached, which steps_env's process rule reads (None: no check)."""
     return float(signals["level"]) if signals.get("checked") else None
-
-
-class ProcessSteps(TextEnv):
-    """Three turns; each step's check reaches the level (its action's length mod 4) / 3, so a random
-    model's steps make different progress; the episode pays 1.0 for an odd-length last action."""
-
-    signal_defaults: ClassVar[dict[str, float | bool]] = {"format_ok": False, "checked": False, "level": 0.0}
-    process_rules = ProgressScorer(checked_level)
-
-    def __init__(self, render_mode: str | None = None) -> None:
-        tasks = [Task(f"t{i}", f"Say something, {i}.", gold=None) for i in range(8)]
-        super().__init__(
-            TaskSource.from_tasks("process-steps", tasks), max_turns=TURNS, render_mode=render_mode
-        )
-
-    def respond(self, action: Action) -> Outcome:
-        last = self.turn == TURNS
-        signals = {"format_ok": True, "checked": True, "level": (len(action.text) % 4) / 3}
-        return Outcome(
-            "go on", reward=float(len(action.text) % 2) if last else 0.0, terminated=last, signals=signals
-        )
-
-    @classmethod
-    def oracle(cls, task: Task, messages: Sequence[Message]) -> str:
-        return "x"
-
-
-@pytest.fixture(scope="module")
-def steps_env() -> str:
-    if STEPS_ENV not in gym.registry:
-        gym.register(STEPS_ENV, entry_point=ProcessSteps)
-    return STEPS_ENV
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """The method recipes (examples/methods/*.toml): each loads, runs one RL step of `gfcr train` on the
 tiny model with its own stages (only the shared model, env and sizes shrunk), and its defining stage
 acts; those whose stages fit a TRL batch configure TRL's rollout_func unchanged (the tree ones with
-their estimator, for TreeGRPOTrainer), the others are refused with the reason."""
+their estimator and the PRM-shaped one, for TreeGRPOTrainer), the others are refused with the reason."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ METHODS |= {"repo"}  # the keep stage's replay mix, corrected in the update
 METHODS |= {"ttrl", "shorter_better", "ruler"}  # the judge stage's
 METHODS |= {"prm"}  # the judge stage's process scores, mixed into credit
 TREES = {"treerl", "treerpo"}  # per-token credit from a tree: TRL trains them with TreeGRPOTrainer
+TOKEN_CREDIT = TREES | {"prm"}  # per-token credit, trees' or process scores': TreeGRPOTrainer under TRL
 
 
 def shrunk(path: Path, tiny_model: Path, env_id: str, out_dir: Path) -> TrainConfig:
@@ -141,10 +142,6 @@ def test_the_recipe_configures_trl(path):
         with pytest.raises(ConfigError, match=r"\[replay\] mix_ratio = 0.5 .* exactly num_generations"):
             rollout_func("gfcr/ToolUse-v0", config=path, num_tasks=4)
         return
-    if path.stem == "prm":  # per-token process advantages: TRL takes per-token ones from trees only
-        with pytest.raises(ConfigError, match=r"\[judge.process\] mixes per-step process advantages"):
-            rollout_func("gfcr/ToolUse-v0", config=path, num_tasks=4)
-        return
     if path.stem == "seed_grpo":  # TRL computes the advantages itself: nothing of gfcr's to scale
         with pytest.raises(ConfigError, match=r"\[credit.seed_grpo\] scales the advantages"):
             rollout_func("gfcr/ToolUse-v0", config=path, num_tasks=4)
@@ -152,4 +149,7 @@ def test_the_recipe_configures_trl(path):
     rollout = rollout_func("gfcr/ToolUse-v0", config=path, num_tasks=4)
     if path.stem in TREES:  # the tree's credit: the recipe's estimator
         assert rollout.estimator == path.stem == TrainConfig.from_toml(path).loss.estimator
+    if path.stem in TOKEN_CREDIT - TREES:  # per-token process advantages, for TreeGRPOTrainer (TRL's own
+        # GRPOTrainer refuses them at its first step: tests/integrations/test_trl_process.py)
+        assert rollout.config.judge.process.enabled and rollout.config.judge.process.weight == 0.5
     assert rollout.config == PipelineConfig.from_toml(path) == TrainConfig.from_toml(path).pipeline

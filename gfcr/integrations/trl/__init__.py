@@ -10,7 +10,8 @@ Two ways in, over one dataset of prompts (`dataset(env_id)`: chat messages with 
   (`gfcr.trainers.pipeline`), the same object `gfcr train` runs, configured by the same recipe
   sections; episodes are played with the trainer's current weights, multi-turn and
   token-in-token-out (observation tokens get `env_mask` 0). Pass `reward_funcs=env_reward`.
-  A recipe that grows trees trains with `TreeGRPOTrainer` (each token credited by its tree node).
+  A recipe that grows trees or scores steps (`[judge.process]`) trains with `TreeGRPOTrainer`
+  (each token credited by its tree node, plus its step's process advantage).
 
     from trl import GRPOConfig, GRPOTrainer
     from gfcr.integrations import trl as gfcr_trl

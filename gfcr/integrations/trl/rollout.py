@@ -4,15 +4,16 @@ Each TRL batch is one step of the same `RolloutPipeline` that `gfcr train` runs:
 `[control]`, `[generate]`, `[overlong_penalty]` and `[replay]` sections choose prompts, sample,
 decide and keep exactly as there, with the trainer's current weights, multi-turn and
 token-in-token-out (observation tokens get `env_mask` 0). TRL computes its own advantages from
-`env_reward`, so the credit stage is TRL's; with trees it is gfcr's: each completion carries its
-per-token advantages from its prompt's tree (`gfcr_advantages`), which `TreeGRPOTrainer` trains on.
+`env_reward`, so the credit stage is TRL's; with trees or process scores it is gfcr's per token:
+each completion carries its per-token advantages from its prompt's tree (`gfcr_advantages`) and
+its steps' process advantages (`gfcr_process`), which `TreeGRPOTrainer` trains on.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -65,6 +66,11 @@ class GfcrRollout:
     are the leaves of its tree: ceil(num_generations / leaves per root) roots, the pipeline's exact
     allocation dropping surplus leaves; each completion gets `gfcr_advantages`, one per completion
     token from its group's tree (`token_tree_advantages` with `estimator`), for `TreeGRPOTrainer`.
+
+    With `[judge.process]` each completion also gets `gfcr_process`, its process advantage per
+    completion token (`ProcessCredit.token_advantages` over its group), and `gfcr_process_weight`;
+    `TreeGRPOTrainer` adds weight · process advantage to the outcome advantage of each token (its
+    tree's, or else TRL's own for the sequence), as `gfcr train`'s credit stage does.
     """
 
     def __init__(
@@ -95,8 +101,7 @@ class GfcrRollout:
                 f"expected each prompt {size} times in a row (num_generations), got {len(tasks)}"
             )
         pipeline = self._pipeline(policy, trainer, len(groups), size)
-        if pipeline.trees:
-            check_tree_trainer(trainer)
+        check_token_trainer(trainer, pipeline)
         batch_ids = [spec.task_id or "" for spec in groups]
         batch = pipeline.step(batch_ids + self._others(batch_ids) if self._chooses(pipeline) else batch_ids)
         self.last_batch = batch
@@ -106,6 +111,12 @@ class GfcrRollout:
         fields = trl_fields(ordered, out_prompts, cast(TokenPolicy, policy), _eos_id(trainer), reward)
         if pipeline.trees:
             fields["gfcr_advantages"] = tree_fields(ordered, size, self.estimator, reward)
+        if (process := pipeline.process) is not None:
+            for start in range(0, len(ordered), size):  # the step scored the groups it kept, not top-ups
+                if ordered[start].task_id not in batch.groups:
+                    process.annotate([t for t in ordered[start : start + size] if _spoke(t)])
+            fields["gfcr_process"] = per_token_fields(ordered, size, process.credit.token_advantages)
+            fields["gfcr_process_weight"] = [process.credit.weight] * len(ordered)
         return fields
 
     def _chooses(self, pipeline: RolloutPipeline) -> bool:
@@ -252,9 +263,10 @@ def rollout_func(
     `top_p` and `max_completion_length` (the token budget of a whole episode) unless
     `runner_config` is given. `policy` defaults to the trainer's model; any `TokenPolicy` works.
     `replay` stores every finished trajectory (and rescues all-failed groups when the recipe's
-    `[replay] rescue` is on). With trees, train with `TreeGRPOTrainer` (it takes each token's
-    advantage from the tree); `estimator` is the tree's ("treerl" or "treerpo"; None: the recipe's
-    `[loss] estimator`, else "treerl").
+    `[replay] rescue` is on). With trees or `[judge.process]`, train with `TreeGRPOTrainer` (it
+    takes each token's advantage from the tree, and adds its step's process advantage);
+    `estimator` is the tree's ("treerl" or "treerpo"; None: the recipe's `[loss] estimator`, else
+    "treerl").
 
     Extra fields for reward functions: `gfcr_reward`, `gfcr_signals`, `task_id`, `trajectory_id`.
 
@@ -287,12 +299,6 @@ def check_trl_pipeline(config: PipelineConfig, estimator: str = "treerl") -> Non
             "GRPOTrainer computes them from the reward functions (a reward scaled per group is "
             "normalised away); drop [credit.seed_grpo] under TRL (gfcr train runs it)"
         )
-    if config.judge.process.enabled:
-        raise ConfigError(
-            "[judge.process] mixes per-step process advantages into each token's advantage, but under TRL "
-            "only TreeGRPOTrainer takes per-token advantages from the rollout, and only a tree's "
-            "(gfcr_advantages); train a PRM-shaped recipe with gfcr train, or set [judge.process] weight = 0"
-        )
     if control.sample_budget is not None or control.token_budget is not None:
         raise ConfigError(
             "[control] sample_budget/token_budget allocate a different number of samples to each prompt, "
@@ -321,29 +327,49 @@ def check_trl_pipeline(config: PipelineConfig, estimator: str = "treerl") -> Non
         )
 
 
-def check_tree_trainer(trainer: Any) -> None:
-    """Trees train on per-token advantages, which only `TreeGRPOTrainer` takes from the rollout."""
+def check_token_trainer(trainer: Any, pipeline: RolloutPipeline) -> None:
+    """Trees and process scores train on per-token advantages, which only `TreeGRPOTrainer` takes
+    from the rollout."""
     from gfcr.integrations.trl.tree import TreeGRPOTrainer  # TRL is loaded: a trainer exists
 
-    if not isinstance(trainer, TreeGRPOTrainer):
+    reasons = []
+    if pipeline.trees:
+        reasons.append("[generate] trees and [control] branch_at credit each token from its tree")
+    if pipeline.process is not None:
+        reasons.append("[judge.process] adds each step's process advantage to its tokens'")
+    if reasons and not isinstance(trainer, TreeGRPOTrainer):
         raise ConfigError(
-            f"[generate] trees and [control] branch_at credit each token from its tree, but "
-            f"{type(trainer).__name__} trains every completion on one advantage from its reward functions; "
-            "build the trainer as gfcr.integrations.trl.TreeGRPOTrainer(...) (the same arguments)"
+            f"{'; '.join(reasons)}, but {type(trainer).__name__} trains every completion on one advantage "
+            "from its reward functions; build the trainer as gfcr.integrations.trl.TreeGRPOTrainer(...) "
+            "(the same arguments)"
         )
 
 
 def tree_fields(
     trajectories: Sequence[Trajectory], size: int, estimator: str, reward: Any
 ) -> list[list[float]]:
-    """Each completion's per-token advantages from its group's tree (every `size` trajectories in a
-    row are one prompt's), aligned with `trl_fields`' `completion_ids` (a placeholder gets [0.0])."""
+    """Each completion's per-token advantages from its group's tree (`per_token_fields`)."""
+
+    def tree(group: list[Trajectory]) -> list[list[float]]:
+        by_id = token_tree_advantages(group, estimator, outcome=reward)
+        return [by_id[t.id] for t in group]
+
+    return per_token_fields(trajectories, size, tree)
+
+
+def per_token_fields(
+    trajectories: Sequence[Trajectory],
+    size: int,
+    advantages: Callable[[list[Trajectory]], list[list[float]]],
+) -> list[list[float]]:
+    """Each completion's per-token `advantages` within its group (every `size` trajectories in a row
+    are one prompt's), aligned with `trl_fields`' `completion_ids` (a placeholder gets [0.0])."""
     out: list[list[float]] = []
     for start in range(0, len(trajectories), size):
         group = trajectories[start : start + size]
-        # the tree of the completions TRL scores: one with reward None (no token) is left out, as TRL does
-        by_id = token_tree_advantages([t for t in group if _spoke(t)], estimator, outcome=reward)
-        out += [by_id[t.id] if _spoke(t) else [0.0] for t in group]
+        # over the completions TRL scores: one with reward None (no token) is left out, as TRL does
+        rows = iter(advantages([t for t in group if _spoke(t)]))
+        out += [next(rows) if _spoke(t) else [0.0] for t in group]
     return out
 
 
