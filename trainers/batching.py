@@ -124,7 +124,7 @@ def samples_from_groups(
     scale: Callable[[Sequence[Trajectory]], float] | None = None,
 ) -> list[Sample]:
     """Samples of every group (one task's trajectories), with per-token advantages of
-    `reward(trajectory)` (None: the task reward; e.g. `OverlongPenalty.reward` to shape it):
+    `reward(trajectory)` (None: `Trajectory.reward`, the judge stage's, else the env's):
 
     - a group estimator ("grpo", "dr_grpo", "rloo": Filter's `group_advantages`) gives one per
       sequence, broadcast to its sampled tokens;
@@ -157,7 +157,7 @@ def samples_from_groups(
         raise UnknownNameError("advantage estimator", estimator, ESTIMATORS)
     samples = []
     for group in groups.values():
-        rewards = [t.total_reward if reward is None else reward(t) for t in group]
+        rewards = [t.reward if reward is None else reward(t) for t in group]
         advantages: Sequence[float | Sequence[float]]
         if estimator in TREE_ESTIMATORS:
             by_id = token_tree_advantages(group, estimator, outcome=reward)
