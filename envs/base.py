@@ -227,7 +227,7 @@ class TextEnv(gym.Env[str, str]):
     def render(self) -> str | None:
         if self.render_mode != "ansi":
             return None
-        return "\n\n".join(f"[{m.role}] {m.content}" for m in self.messages)
+        return "\n\n".join(f"[{m.role}] {m.text}" for m in self.messages)
 
     # -- shared machinery ------------------------------------------------------------------------
 
@@ -244,7 +244,7 @@ class TextEnv(gym.Env[str, str]):
                     result = self._tool_result(call)
             messages.append(Message("tool", self._clip(result), tool_call_id=call.id, name=call.name))
         self.budget.check_time()
-        observation = "\n".join(m.content for m in messages)
+        observation = "\n".join(m.text for m in messages)
         return Outcome(observation, signals={"format_ok": True}, messages=tuple(messages))
 
     def _tool_result(self, call: ToolCall) -> str:

@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-from gymnasium.spaces import Text
+from gymnasium.spaces import Box, Dict, Text
 from gymnasium.vector.utils import shared_memory
 
 _SAMPLE_CHARSET = string.printable + "éßøñ中文日本語한국어∑∫√π≤≥→αβγ😀🚀{}[]<>\\$"
@@ -96,4 +96,28 @@ def _write(space: UnicodeText, index: int, value: str, memory: Any) -> None:
     destination[len(codes) :] = _PAD
 
 
-__all__ = ["UnicodeText"]
+def text_and_image(max_length: int, image_shape: tuple[int, int]) -> Dict:
+    """The observation space of an env that shows images: `{"text": str, "image": (H, W, 3) uint8}`.
+
+    `text` is what a text env's observation is; `image` the latest image the env showed, as RGB
+    pixels of a fixed `image_shape` (height, width), all zeros on a step that showed none. The
+    images themselves, at their own sizes, travel as parts of `info["messages"]` (the policy's
+    input); this space is what Gymnasium tools see (`check_env`, `make_vec`, wrappers).
+
+    >>> space = text_and_image(100, (32, 48))
+    >>> space.contains({"text": "a red square", "image": np.zeros((32, 48, 3), np.uint8)})
+    True
+    """
+    return Dict({"text": UnicodeText(max_length), "image": Box(0, 255, (*image_shape, 3), np.uint8)})
+
+
+def observation_text(observation: Any) -> str:
+    """The text of an observation: a text env's own, or a `text_and_image` observation's `text`.
+
+    >>> observation_text("3 rows"), observation_text({"text": "a chart", "image": None})
+    ('3 rows', 'a chart')
+    """
+    return observation["text"] if isinstance(observation, dict) else observation
+
+
+__all__ = ["UnicodeText", "observation_text", "text_and_image"]

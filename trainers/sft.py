@@ -56,7 +56,7 @@ def tokenize_trajectory(
     data = TokenData(prompt_ids=chat.prompt_ids(messages[:first], tools))
     i = first
     while i < len(messages):
-        ids = chat.encode(messages[i].content or "") + [end_id]
+        ids = chat.encode(messages[i].text or "") + [end_id]
         data.completion_ids += ids
         data.loss_mask += [1] * len(ids)
         data.logprobs += [0.0] * len(ids)

@@ -23,11 +23,12 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any, cast
 
-from gfcr.core import Action, Message, Provenance, Step, TokenData, Trajectory, parse_action
+from gfcr.core import Action, Image, Message, Provenance, Step, TokenData, Trajectory, parse_action
 from gfcr.core.admission import add_waits
 from gfcr.core.policy import Completion, DecodingPolicy, Policy, Request, SamplingParams, TokenPolicy
 from gfcr.core.trajectory import Cost
 from gfcr.core.verdict import SUCCESS_REWARD, solved
+from gfcr.envs.spaces import observation_text
 from gfcr.errors import ConfigError, EpisodeError
 
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
@@ -51,6 +52,7 @@ class _Turn:
 
     messages: int  # len(messages)
     token_ids: int  # len(tokens.completion_ids), the observation before the turn included
+    images: int  # len(tokens.images), likewise
     policy_tokens: int  # `completion_tokens`
     cost: Cost
 
@@ -91,7 +93,7 @@ class Episode:
         self.trajectory = Trajectory(
             env_id=remote["env_id"] if remote else env_id,
             task_id=self.task.id,
-            prompt=obs,
+            prompt=observation_text(obs),
             messages=self.messages,
             provenance=Provenance(policy.name, policy.version, seed),
             remote={"url": remote["url"], "kwargs": remote["kwargs"]} if remote else None,
@@ -101,9 +103,11 @@ class Episode:
         if trajectory_id is not None:
             self.trajectory.id = trajectory_id
         self._tokens = cast(TokenPolicy, policy) if keeps_tokens(cast(Hashable, type(policy))) else None
+        # a vision-language policy's ids hold its images' placeholder tokens: its token data keeps the images
+        self._sees_images = bool(getattr(policy, "sees_images", False))
         if self._tokens is not None:
             self.trajectory.tokens = TokenData(
-                prompt_ids=self._encode_prompt(policy)
+                prompt_ids=self._encode_prompt(policy), images=self._images_of(self.messages)
             )
         self.done = False
         self._observation: tuple[Sequence[Message], list[int]] | None = None  # to encode before the next turn
@@ -120,6 +124,10 @@ class Episode:
             begin(self.messages, self.task)
         assert self._tokens is not None  # only token policies encode prompts
         return self._tokens.encode_prompt(self.messages, self.tools)
+
+    def _images_of(self, messages: Sequence[Message]) -> list[Image]:
+        """The images of `messages` that the policy's tokens show (none to a text-only policy)."""
+        return [image for m in messages for image in m.images] if self._sees_images else []
 
     @property
     def completion_tokens(self) -> int:
@@ -148,6 +156,7 @@ class Episode:
             self.env_id,
             self.task,
             prompt_ids,
+            tuple(tokens.images) if tokens is not None else (),
         )
 
     def action(self, completion: Completion) -> str | Action:
@@ -164,6 +173,7 @@ class Episode:
         self._before_turn = _Turn(
             len(self.messages),
             len(tokens.completion_ids) if tokens is not None else 0,
+            len(tokens.images) if tokens is not None else 0,
             self.completion_tokens,
             copy.deepcopy(trajectory.cost),
         )
@@ -180,7 +190,7 @@ class Episode:
         trajectory.steps.append(
             Step(
                 completion.text,
-                obs,
+                observation_text(obs),
                 float(reward),
                 terminated,
                 truncated,
@@ -277,6 +287,7 @@ class Episode:
                 tokens.loss_mask[: before.token_ids],
                 tokens.logprobs[: before.token_ids],
                 None if tokens.entropies is None else tokens.entropies[: before.token_ids],
+                tokens.images[: before.images],
             )
         trajectory.cost = copy.deepcopy(before.cost)
         trajectory.cost.tokens_out = 0
@@ -347,7 +358,9 @@ class Episode:
         tokens = self.trajectory.tokens
         if self._observation is None or tokens is None or self._tokens is None:
             return
-        tokens.append(self._tokens.encode_observation(*self._observation), sampled=False)
+        messages, after = self._observation
+        ids = self._tokens.encode_observation(messages, after)
+        tokens.append(ids, sampled=False, images=self._images_of(messages))
         self._observation = None
 
 

@@ -198,7 +198,7 @@ class BrowserEnv(TextEnv):
         waits and reads the page again, `LOOKS_BEFORE_GIVING_UP` times, before it answers that it
         is stuck.
         """
-        latest = next((m.content for m in reversed(messages) if "\nPage:\n" in m.content), "")
+        latest = next((m.text for m in reversed(messages) if "\nPage:\n" in m.text), "")
         site = make_sites()[task.metadata["site"]]
         try:
             actions = site.next_actions(task, PageView.parse(latest))
@@ -220,7 +220,7 @@ class BrowserEnv(TextEnv):
         for number, call in enumerate(calls):
             message = self.run_tools(Action("", (call,))).messages[0]  # type: ignore[index]
             results.append(message)
-            failed = message.content.startswith("Error:") or episode.error is not None
+            failed = message.text.startswith("Error:") or episode.error is not None
             if number + 1 < len(calls) and (failed or episode.answer is not None or episode.judge().done):
                 why = "the error" if failed else "the end of the task"
                 results.extend(
@@ -248,7 +248,7 @@ class BrowserEnv(TextEnv):
         signals = {
             "format_ok": True,
             "actions_ok": not any(
-                m.content.startswith(("Error:", "Skipped after the error")) for m in results
+                m.text.startswith(("Error:", "Skipped after the error")) for m in results
             ),
             **judged,
         }
@@ -258,15 +258,15 @@ class BrowserEnv(TextEnv):
                 *results[:-1],
                 Message(
                     "tool",
-                    f"{results[-1].content}\n{tail}",
+                    f"{results[-1].text}\n{tail}",
                     tool_call_id=results[-1].tool_call_id,
                     name=results[-1].name,
                 ),
             ]
-            observation = "\n".join(m.content for m in messages)
+            observation = "\n".join(m.text for m in messages)
             return Outcome(observation, reward, done, signals=signals, messages=tuple(messages), state=state)
         lines = [
-            f"{format_call(c.name, *c.arguments.values())}: {m.content}"
+            f"{format_call(c.name, *c.arguments.values())}: {m.text}"
             for c, m in zip(calls, results, strict=True)
         ]
         return Outcome("\n".join(lines) + "\n" + tail, reward, done, signals=signals, state=state)
@@ -283,5 +283,5 @@ def _trailing_replies(messages: Sequence[Message], text: str) -> int:
     >>> _trailing_replies([Message("assistant", "a"), Message("user", "p"), Message("assistant", "b")], "b")
     1
     """
-    replies = [m.content for m in messages if m.role == "assistant"]
+    replies = [m.text for m in messages if m.role == "assistant"]
     return next((n for n, reply in enumerate(reversed(replies)) if reply != text), len(replies))

@@ -63,7 +63,7 @@ def submission(trajectory: Trajectory) -> str:
     """
     replies = [m for m in trajectory.messages if m.role == "assistant"]
     if replies:
-        text, calls = replies[-1].content, replies[-1].tool_calls
+        text, calls = replies[-1].text, replies[-1].tool_calls
     elif trajectory.steps:
         text, calls = trajectory.steps[-1].action, ()
     else:

@@ -176,9 +176,9 @@ class DialogueEnv(TextEnv):
     def _run_tools(self, action: Action) -> Outcome:
         outcome = self.run_tools(action)
         for call, result in zip(action.tool_calls, outcome.messages or (), strict=False):
-            if result.content.startswith(f"Error: {call.name} failed:"):  # a bug of the tool, not a refusal
+            if result.text.startswith(f"Error: {call.name} failed:"):  # a bug of the tool, not a refusal
                 self._flags.add(TOOL_CRASHED)
-            elif not result.content.startswith("Error:"):
+            elif not result.text.startswith("Error:"):
                 self._changed_since_user |= call.name in self._writes
                 self._transferred |= call.name == "transfer_to_human_agents"
         return Outcome(outcome.observation, signals=self._signals(None), messages=outcome.messages)

@@ -53,4 +53,4 @@ def _parsed(message: Message) -> Message:
     """The message with the tool calls written in its text parsed, as the env reads them."""
     if message.role != "assistant" or message.tool_calls:
         return message
-    return Message("assistant", message.content, parse_action(message.content)[0].tool_calls)
+    return Message("assistant", message.text, parse_action(message.text)[0].tool_calls)

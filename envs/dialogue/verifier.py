@@ -91,7 +91,7 @@ def conversation(trajectory: Trajectory) -> tuple[list[Message], list[ToolCall]]
         if message.role != "assistant":
             messages.append(message)
             continue
-        text = message.content if isinstance(message.content, str) else ""
+        text = message.text if isinstance(message.text, str) else ""
         if message.tool_calls:  # parsed natively by the policy's server: the env ran them as they are
             messages.append(message)
             calls += message.tool_calls

@@ -159,7 +159,7 @@ class RemoteEnv(gym.Env[str, str]):
     def render(self) -> str | None:
         if self.render_mode != "ansi":
             return None
-        return "\n\n".join(f"[{m.role}] {m.content}" for m in self.messages)
+        return "\n\n".join(f"[{m.role}] {m.text}" for m in self.messages)
 
     def close(self) -> None:
         self._drop_client()

@@ -66,7 +66,7 @@ def submitted_sql(trajectory: Trajectory, mode: str = "multi_turn") -> str | Non
     """
     replies = [m for m in trajectory.messages if m.role == "assistant"]
     if replies:
-        text, calls = replies[-1].content, tuple(replies[-1].tool_calls)
+        text, calls = replies[-1].text, tuple(replies[-1].tool_calls)
     elif trajectory.steps:
         text, calls = trajectory.steps[-1].action, ()
     else:

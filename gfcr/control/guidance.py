@@ -51,7 +51,7 @@ def guided(policy: Policy, config: GuidanceConfig, history: PromptHistory) -> Po
     >>> class Echo:
     ...     name, version = "echo", "1"
     ...     def generate(self, requests):
-    ...         return [r.messages[0].content for r in requests]
+    ...         return [r.messages[0].text for r in requests]
     >>> policy = Echo()
     >>> guided(policy, GuidanceConfig(), PromptHistory()) is policy
     True

@@ -3,7 +3,8 @@
 `gfcr.core` imports nothing of gfcr above it; everything else in gfcr speaks these types.
 
 - the rollout: `Task`, `Message`, `ToolCall`, `ToolSpec`, `Action`, `Step`, `Trajectory` (with
-  `TokenData`, `Cost`, `Provenance`) and JSONL I/O (`messages.py`, `task.py`, `tools.py`, `trajectory.py`);
+  `TokenData`, `Cost`, `Provenance`), `Image` and JSONL I/O with its `ImageStore` (`messages.py`,
+  `task.py`, `tools.py`, `trajectory.py`, `images.py`);
 - the policy protocol: `Policy`, `TokenPolicy`, `AsyncPolicy`, `Request`, `SamplingParams`,
   `Completion` (`policy.py`), and `gfcr.core.chat.PolicyChat`, a policy as a cached chat function
   (not re-exported here: it asks the registry for policies, and the registry imports this package);
@@ -15,6 +16,7 @@
 
 from gfcr.core.episode import EnvConfig, EpisodeSpec
 from gfcr.core.hooks import Controller, Decision, ReplaySink, SignalReader
+from gfcr.core.images import Image, ImageStore
 from gfcr.core.messages import Action, Message, ToolCall
 from gfcr.core.parsing import parse_action
 from gfcr.core.policy import AsyncPolicy, Completion, Policy, Request, SamplingParams, TokenPolicy
@@ -33,6 +35,8 @@ __all__ = [
     "Decision",
     "EnvConfig",
     "EpisodeSpec",
+    "Image",
+    "ImageStore",
     "Message",
     "Policy",
     "Provenance",

@@ -75,7 +75,7 @@ def _collect(payload: Any, number: int, calls: list[ToolCall], errors: list[str]
     if isinstance(payload, dict) and isinstance(payload.get("function"), dict):
         payload = payload["function"]
     if not isinstance(payload, dict) or not isinstance(payload.get("name"), str):
-        errors.append(f"tool call {number} needs a string \"name\"; {_EXPECTED}")
+        errors.append(f'tool call {number} needs a string "name"; {_EXPECTED}')
         return
     arguments = payload.get("arguments", payload.get("parameters", {}))
     if isinstance(arguments, str):  # OpenAI encodes arguments as a JSON string
@@ -85,7 +85,7 @@ def _collect(payload: Any, number: int, calls: list[ToolCall], errors: list[str]
             errors.append(f"tool call {number} ({payload['name']}): arguments are not valid JSON ({e.msg})")
             return
     if not isinstance(arguments, dict):
-        errors.append(f"tool call {number} ({payload['name']}): \"arguments\" must be an object")
+        errors.append(f'tool call {number} ({payload["name"]}): "arguments" must be an object')
         return
     calls.append(ToolCall(payload["name"], arguments))
 

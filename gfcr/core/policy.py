@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from gfcr.core.config import setting
+from gfcr.core.images import Image
 from gfcr.core.messages import Message, ToolCall
 from gfcr.core.task import Task
 from gfcr.errors import ConfigError
@@ -61,6 +62,8 @@ class Request:
     `env_id` and `task` identify the episode; model-backed policies ignore them, scripted
     oracles read the gold data from them. `prompt_ids`, when given, is the exact token prefix to
     continue (token-in-token-out); a `TokenPolicy` must use it instead of rendering `messages`.
+    `images` are the images whose placeholder tokens `prompt_ids` hold, in order (a
+    vision-language policy's; () for text). Without `prompt_ids`, the images are the messages'.
     """
 
     messages: tuple[Message, ...]
@@ -69,6 +72,7 @@ class Request:
     env_id: str = ""
     task: Task | None = None
     prompt_ids: tuple[int, ...] | None = None
+    images: tuple[Image, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -130,7 +134,13 @@ def check_policy(policy: object) -> None:
 
 @runtime_checkable
 class TokenPolicy(Policy, Protocol):
-    """A policy with a tokenizer: it renders prompts and observations to ids for the runner."""
+    """A policy with a tokenizer: it renders prompts and observations to ids for the runner.
+
+    A vision-language policy sets `sees_images = True`: its ids then hold a placeholder run for
+    each image of the messages it encodes, in order, and the runner keeps those images with the
+    ids (`TokenData.images`) and gives them back with them (`Request.images`). A policy without
+    it is shown the messages' text only.
+    """
 
     def encode_prompt(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> list[int]:
         """Token ids of the conversation so far, ending with the assistant's generation prompt."""

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gfcr.core.images import Image, ImageStore
 from gfcr.core.messages import Message
 from gfcr.errors import DataError
 from gfcr.version import __version__
@@ -54,6 +56,9 @@ class TokenData:
     `entropies`, where the policy reports them, are the entropies (nats) of the distributions the
     policy's tokens were sampled from (0.0 on observation tokens); None where any turn lacked them.
     Shapes: len(completion_ids) == len(loss_mask) == len(logprobs) (== len(entropies)).
+    `images` are the images a vision-language policy's tokens show, in the order of their
+    placeholder tokens in `prompt_ids + completion_ids` (a trainer gives them to the model's
+    forward pass with those ids); [] for text.
 
     >>> tokens = TokenData([1])
     >>> tokens.append([5, 6], sampled=True, logprobs=[-0.5, -0.1], entropies=[2.0, 0.5])
@@ -67,6 +72,7 @@ class TokenData:
     loss_mask: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     entropies: list[float] | None = None
+    images: list[Image] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         lengths = {len(self.completion_ids), len(self.loss_mask), len(self.logprobs)}
@@ -87,9 +93,11 @@ class TokenData:
         sampled: bool,
         logprobs: Sequence[float] | None = None,
         entropies: Sequence[float] | None = None,
+        images: Sequence[Image] = (),
     ) -> None:
         """Add `ids` after the completion so far: the policy's own tokens (`sampled`: loss mask 1,
-        their `logprobs`, 0.0 where None) or observation tokens (mask 0, logprob 0.0).
+        their `logprobs`, 0.0 where None) or observation tokens (mask 0, logprob 0.0), with the
+        `images` whose placeholder tokens they hold.
 
         Entropies are kept while every sampled span has them, from the first: a span without them
         drops them all (a partial list would not line up with the tokens it leaves out).
@@ -102,6 +110,7 @@ class TokenData:
         else:
             self.entropies = (self.entropies or []) + list(entropies)
         self.completion_ids += ids
+        self.images += images
         self.loss_mask += [int(sampled)] * len(ids)
         self.logprobs += list(logprobs) if sampled and logprobs is not None else [0.0] * len(ids)
 
@@ -193,15 +202,42 @@ class Trajectory:
         """The last step's signals (the episode's verdict), or {} before any step."""
         return self.steps[-1].signals if self.steps else {}
 
+    @property
+    def images(self) -> list[Image]:
+        """Every distinct image the episode holds (its messages' and its token data's), in order."""
+        seen = {image.sha256: image for m in self.messages for image in m.images}
+        if self.tokens is not None:
+            seen.update((image.sha256, image) for image in self.tokens.images if image.sha256 not in seen)
+        return list(seen.values())
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict; `total_reward` is included for readers, recomputed on load."""
-        data = asdict(self)
+        """A JSON-ready dict; `total_reward` is included for readers, recomputed on load. Images
+        are referenced by hash (their bytes are stored apart: `write_jsonl`)."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}  # no asdict: it would copy images
+        data.update(
+            steps=[asdict(step) for step in self.steps],
+            messages=[m.to_dict() for m in self.messages],
+            cost=asdict(self.cost),
+            provenance=asdict(self.provenance),
+            tools=copy.deepcopy(self.tools),
+            remote=copy.deepcopy(self.remote),
+            reward_terms=dict(self.reward_terms),
+        )
         for step in data["steps"]:
             for optional in ("state", "finish_reason"):  # lines stay as they were before these existed
                 if step[optional] is None:
                     del step[optional]
-        if data["tokens"] is not None and data["tokens"]["entropies"] is None:  # likewise
-            del data["tokens"]["entropies"]
+        if (tokens := self.tokens) is not None:
+            data["tokens"] = {
+                "prompt_ids": list(tokens.prompt_ids),
+                "completion_ids": list(tokens.completion_ids),
+                "loss_mask": list(tokens.loss_mask),
+                "logprobs": list(tokens.logprobs),
+            }
+            if tokens.entropies is not None:  # likewise
+                data["tokens"]["entropies"] = list(tokens.entropies)
+            if tokens.images:  # likewise text-only lines
+                data["tokens"]["images"] = [image.sha256 for image in tokens.images]
         if data["remote"] is None:  # lines of local envs stay as they were before it existed
             del data["remote"]
         if not data["tools"]:  # likewise lines of episodes offered no tools
@@ -210,20 +246,22 @@ class Trajectory:
             del data["guidance"]
         if not data["reward_terms"]:  # likewise lines no judge stage scored
             del data["reward_terms"]
-        data["messages"] = [m.to_dict() for m in self.messages]
         data["total_reward"] = self.total_reward
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Trajectory:
-        """Rebuild a trajectory from `to_dict()` output (unknown keys are an error)."""
+    def from_dict(cls, data: dict[str, Any], images: ImageStore | None = None) -> Trajectory:
+        """Rebuild a trajectory from `to_dict()` output (unknown keys are an error); images
+        referenced by hash are read from `images` when first used."""
         data = dict(data)
         data.pop("total_reward", None)
         try:
             tokens = data.pop("tokens", None)
+            if tokens and tokens.get("images"):
+                tokens = {**tokens, "images": _stored_images(tokens["images"], images)}
             return cls(
                 steps=[Step(**{**s, "reward": _reward(s.get("reward"))}) for s in data.pop("steps", [])],
-                messages=[Message.from_dict(m) for m in data.pop("messages", [])],
+                messages=[Message.from_dict(m, images) for m in data.pop("messages", [])],
                 tokens=TokenData(**tokens) if tokens else None,
                 cost=Cost(**data.pop("cost", {})),
                 provenance=Provenance(**data.pop("provenance", {})),
@@ -255,8 +293,14 @@ class Trajectory:
         return line.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
     @classmethod
-    def from_json(cls, line: str) -> Trajectory:
-        return cls.from_dict(json.loads(line))
+    def from_json(cls, line: str, images: ImageStore | None = None) -> Trajectory:
+        return cls.from_dict(json.loads(line), images)
+
+
+def image_store(path: str | Path) -> ImageStore:
+    """Where the images of the trajectory file `path` are kept: the `images/` folder beside it,
+    shared by every file of that folder (a run directory), each image stored once."""
+    return ImageStore(Path(path).parent / "images")
 
 
 def write_jsonl(trajectories: Iterable[Trajectory], path: str | Path, *, append: bool = False) -> int:
@@ -264,9 +308,14 @@ def write_jsonl(trajectories: Iterable[Trajectory], path: str | Path, *, append:
 
     Every line is serialised before the file is touched, then all are written in one call, so a
     batch is written whole or not at all (a killed process leaves at most a truncated last line,
-    which `read_jsonl` skips with a warning).
+    which `read_jsonl` skips with a warning). Images are stored first, each once, by hash in the
+    `images/` folder beside the file (`image_store`), so a line never refers to a missing image.
     """
+    trajectories = list(trajectories)
     lines = [trajectory.to_json() + "\n" for trajectory in trajectories]
+    store = image_store(path)
+    for trajectory in trajectories:
+        store.put_all(trajectory.images)
     with open(path, "a" if append else "w", encoding="utf-8") as f:
         f.write("".join(lines))
         f.flush()
@@ -280,16 +329,27 @@ def read_jsonl(path: str | Path) -> Iterator[Trajectory]:
 
     with open(path, encoding="utf-8") as f:
         lines = f.readlines()
+    store = image_store(path)
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            yield Trajectory.from_json(line)
+            yield Trajectory.from_json(line, store)
         except json.JSONDecodeError as e:
             if number == len(lines) and not line.endswith("\n"):
                 logging.getLogger(__name__).warning("%s: skipping torn last line %d", path, number)
                 return
             raise DataError(f"{path}:{number}: not valid JSON ({e})") from e
+
+
+def _stored_images(references: list[str], store: ImageStore | None) -> list[Image]:
+    """The token data's images, from their hashes."""
+    if store is None:
+        raise DataError(
+            "token data refers to images by hash but no image store was given; read trajectory files "
+            "with gfcr.core.read_jsonl (it finds their images/ folder)"
+        )
+    return [Image.stored(sha256, store) for sha256 in references]
 
 
 def _reward(value: Any) -> Any:

@@ -62,7 +62,7 @@ class GroupJudge:
 
     >>> import re
     >>> def model(messages):  # a scripted judge: prefers the response that says 4
-    ...     text = messages[-1].content
+    ...     text = messages[-1].text
     ...     tag = re.search(r"VERDICT \\w+", text)[0]
     ...     a, b = re.findall(r"Response [AB]:\\n(.*)", text)
     ...     return f"{tag}: {'A' if a == '4' else 'B' if b == '4' else 'tie'}"

@@ -57,7 +57,7 @@ class LLMJudge:
     >>> calls = []
     >>> def model(messages):  # a scripted judge: answers on the tagged line the prompt asks for
     ...     calls.append(messages)
-    ...     tag = re.search(r"VERDICT \\w+", messages[-1].content)[0]
+    ...     tag = re.search(r"VERDICT \\w+", messages[-1].text)[0]
     ...     return f"Looks right.\\n{tag}: 0.9"
     >>> from gfcr.core import Step
     >>> t = Trajectory("e", "t", "2+2?", [Step("4", "", 0.0, True, False)])

@@ -135,8 +135,8 @@ class PolicyPRM:
 
     >>> import re
     >>> def grader(messages):  # a scripted PRM: steps that show their working score 1
-    ...     tag = re.search(r"VERDICT \\w+", messages[-1].content)[0]
-    ...     return f"{tag}: {1.0 if '=' in messages[-1].content.split('Step:')[-1] else 0.0}"
+    ...     tag = re.search(r"VERDICT \\w+", messages[-1].text)[0]
+    ...     return f"{tag}: {1.0 if '=' in messages[-1].text.split('Step:')[-1] else 0.0}"
     >>> prm = PolicyPRM(grader)
     >>> prm.scores([Ask("2+2*3?", (), "2*3 = 6"), Ask("2+2*3?", ("2*3 = 6",), "so 8")])
     [1.0, 0.0]

@@ -114,7 +114,7 @@ class GuidanceConfig:
 
 def first_user_text(messages: Sequence[Message]) -> str:
     """The prompt x: the first user message's text ("" if there is none)."""
-    return next((m.content for m in messages if m.role == "user"), "")
+    return next((m.text for m in messages if m.role == "user"), "")
 
 
 def inject(messages: Sequence[Message], text: str) -> list[Message]:
@@ -126,7 +126,7 @@ def inject(messages: Sequence[Message], text: str) -> list[Message]:
     if not text:
         return list(messages)
     if messages and messages[0].role == "system":
-        first = dataclasses.replace(messages[0], content=f"{messages[0].content}\n\n{text}")
+        first = dataclasses.replace(messages[0], content=f"{messages[0].text}\n\n{text}")
         return [first, *messages[1:]]
     return [Message("system", text), *messages]
 
@@ -150,7 +150,7 @@ class GuidedPolicy:
     >>> class Echo:
     ...     name, version = "echo", "1"
     ...     def generate(self, requests):
-    ...         return [r.messages[0].content for r in requests]
+    ...         return [r.messages[0].text for r in requests]
     >>> guided = GuidedPolicy(Echo(), Plan("1. read 2. answer"))
     >>> guided.generate([Request((Message("user", "q"),))])
     ['Follow this plan:\\n1. read 2. answer']

@@ -130,8 +130,8 @@ class GfcrTaskset(vf.Taskset[GfcrTask, GfcrTasksetConfig]):  # type: ignore[misc
             for index in range(len(tasks)):
                 task_id = tasks[index].id
                 _, info = env.reset(options={"task_id": task_id})
-                system = [m.content for m in info["messages"] if m.role == "system"]
-                user = [m.content for m in info["messages"] if m.role != "system"]
+                system = [m.text for m in info["messages"] if m.role == "system"]
+                user = [m.text for m in info["messages"] if m.role != "system"]
                 data = GfcrTaskData(
                     id=task_id,
                     name=task_id,

@@ -128,7 +128,7 @@ def dataset(
         rows.append(
             {
                 "data_source": spec.env.env_id,
-                "prompt": [{"role": m.role, "content": m.content} for m in info["messages"]],
+                "prompt": [{"role": m.role, "content": m.text} for m in info["messages"]],
                 "agent_name": AGENT_NAME,
                 "extra_info": {
                     "env_id": spec.env.env_id,

@@ -129,7 +129,7 @@ def extract_tool_sequence(trajectory: Trajectory) -> Skill | None:
                 pending.append(len(steps) - 1)
         elif message.role == "tool" and pending:
             pending.pop(0)
-            results.append(message.content.strip())
+            results.append(message.text.strip())
     if not steps:
         return None
     description = trajectory.prompt  # the task, with its instance's values as the parameters' names

@@ -130,7 +130,7 @@ def check_step_result(env: gym.Env, result: Any, action: Any = None) -> None:
     check_signals_declared(env, signals, action)
     for message in info.get("messages", []):
         _require(
-            message.content == obs or message.role == "tool",
+            message.text == obs or message.role == "tool",
             f"info['messages'] must repeat the observation (or be tool results){where}",
         )
 

@@ -147,9 +147,9 @@ def _as_user_sees(messages: Sequence[Message]) -> list[Message]:
     """The conversation from the user's side: the agent's messages as "user", its own as "assistant"."""
     swapped: dict[str, Role] = {"assistant": "user", "user": "assistant"}
     return [
-        Message(swapped[m.role], m.content)
+        Message(swapped[m.role], m.text)
         for m in messages
-        if m.role in swapped and not m.tool_calls and m.content
+        if m.role in swapped and not m.tool_calls and m.text
     ]
 
 

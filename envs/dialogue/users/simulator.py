@@ -92,4 +92,4 @@ def says_transfer(text: str) -> bool:
 
 def agent_texts(messages: Sequence[Message]) -> list[str]:
     """The agent's messages to the user (assistant messages without tool calls), in order."""
-    return [m.content for m in messages if m.role == "assistant" and not m.tool_calls]
+    return [m.text for m in messages if m.role == "assistant" and not m.tool_calls]

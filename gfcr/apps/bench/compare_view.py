@@ -79,8 +79,8 @@ PAIR = """<!doctype html>
 <h1>{{ task_id }}</h1>
 <p>{{ label }}</p>
 <h2>Prompt</h2>
-{% for m in prompt %}<details class="message"{% if m.content|length < 2000 %} open{% endif %}><summary class="role">{{ m.role }}
-({{ m.content|length }} characters)</summary><pre>{{ m.content }}</pre></details>{% endfor %}
+{% for m in prompt %}<details class="message"{% if m.text|length < 2000 %} open{% endif %}><summary class="role">{{ m.role }}
+({{ m.text|length }} characters)</summary><pre>{{ m.text }}</pre></details>{% endfor %}
 {% for sample in samples %}
 <h2>Sample {{ loop.index }}</h2>
 <div class="pair">
@@ -89,7 +89,7 @@ PAIR = """<!doctype html>
 {% for turn in side.turns %}<section class="turn"><h4>Turn {{ loop.index }}</h4>
 <div class="message"><span class="role">assistant</span><pre>{{ turn.step.action }}</pre></div>
 {% for call in turn.calls %}<div class="tool call"><span class="role">tool call</span> <code>{{ call.name }}</code><pre>{{ call.arguments|tojson }}</pre></div>{% endfor %}
-{% for m in turn.observation %}<div class="message {{ 'tool' if m.role == 'tool' else '' }}"><span class="role">{{ m.role }}{% if m.name %} · {{ m.name }}{% endif %}</span><pre>{{ m.content }}</pre></div>{% endfor %}
+{% for m in turn.observation %}<div class="message {{ 'tool' if m.role == 'tool' else '' }}"><span class="role">{{ m.role }}{% if m.name %} · {{ m.name }}{% endif %}</span><pre>{{ m.text }}</pre></div>{% endfor %}
 <p class="reward">reward {{ "%.3f"|format(turn.step.reward) }}</p></section>{% endfor %}
 </div>{% endfor %}
 </div>{% endfor %}

@@ -95,8 +95,8 @@ policy {{ "%.3f"|format(t.cost.policy_s) }} s, env {{ "%.3f"|format(t.cost.env_s
 <tr><td>trajectory id</td><td class="text">{{ t.id }}</td></tr>
 </table>
 <h2>Prompt</h2>
-{% for m in prompt %}<details class="message"{% if m.role == "system" or m.content|length < 2000 %} open{% endif %}><summary class="role">{{ m.role }}
-({{ m.content|length }} characters)</summary><pre>{{ m.content }}</pre></details>{% endfor %}
+{% for m in prompt %}<details class="message"{% if m.role == "system" or m.text|length < 2000 %} open{% endif %}><summary class="role">{{ m.role }}
+({{ m.text|length }} characters)</summary><pre>{{ m.text }}</pre></details>{% endfor %}
 <h2>Tools offered</h2>
 {% for tool in t.tools %}{% set f = tool.function or tool %}<details class="tool spec" open><summary><code>{{ f.name }}</code> — {{ f.description }}</summary>
 <pre>{{ f.parameters|schema }}</pre></details>{% else %}<p id="no-tools">none: the model was offered no tools (or the trajectory predates their recording)</p>{% endfor %}
@@ -104,7 +104,7 @@ policy {{ "%.3f"|format(t.cost.policy_s) }} s, env {{ "%.3f"|format(t.cost.env_s
 <h2>Turn {{ loop.index }}</h2>
 <div class="message"><span class="role">assistant</span><pre>{{ turn.step.action }}</pre></div>
 {% for call in turn.calls %}<div class="tool call"><span class="role">tool call</span> <code>{{ call.name }}</code><pre>{{ call.arguments|tojson }}</pre></div>{% endfor %}
-{% for m in turn.observation %}<div class="message {{ 'tool' if m.role == 'tool' else '' }}"><span class="role">{{ m.role }}{% if m.name %} · {{ m.name }}{% endif %}</span><pre>{{ m.content }}</pre></div>{% endfor %}
+{% for m in turn.observation %}<div class="message {{ 'tool' if m.role == 'tool' else '' }}"><span class="role">{{ m.role }}{% if m.name %} · {{ m.name }}{% endif %}</span><pre>{{ m.text }}</pre></div>{% endfor %}
 <p class="reward">reward {{ "%.3f"|format(turn.step.reward) }}{% if turn.step.terminated %} · terminated{% endif %}{% if turn.step.truncated %} · truncated{% endif %}{% if turn.step.finish_reason == "length" %} · <span class="truncated cut">cut at max_tokens</span>{% endif %}
 · signals: {% for key, value in turn.step.signals.items() %}{{ key }}={{ value }}{% if not loop.last %}, {% endif %}{% endfor %}</p>
 </section>{% endfor %}
