@@ -17,7 +17,7 @@ One episode's lifecycle, and the hooks it calls (each a no-op by default):
 
     reset(): end_episode() of the episode still open, if any; begin_episode(task) opens the
              episode's own resources (a sandbox session, a database, a simulated user, a page);
-             render_prompt(task); system_prompt_for(task); extra_info()
+             render_prompt(task); prompt_images(task); system_prompt_for(task); extra_info()
     step():  respond(action); episode_signals(); extra_info(); end_episode() if the step ended it
     close(): end_episode() of the episode still open, if any
 
@@ -35,12 +35,12 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 
-from gfcr.core import Action, Message, Task, ToolCall, ToolSpec, parse_action
+from gfcr.core import Action, Image, Message, Task, ToolCall, ToolSpec, parse_action
 from gfcr.core.admission import reports_waits
 from gfcr.core.tools import tool_deadline
 from gfcr.core.trajectory import Signals
 from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S, StepBudget
-from gfcr.envs.spaces import UnicodeText
+from gfcr.envs.spaces import UnicodeText, observation_for
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import ConfigError, EpisodeError, GfcrError, ToolError
 from gfcr.filter.process import ProcessScorer
@@ -57,6 +57,8 @@ class Outcome:
     ends the episode without a verdict (a limit was hit); the turn limit is applied by the base.
     `state`: what the env records of its final state when the episode ends (a JSON-able dict,
     put in `info["state"]` and kept in the trajectory's last `Step`), for an offline verifier.
+    `images`: what the default user message shows after the text (an env with `messages` puts its
+    images in them); the observation of a `text_and_image` space holds the last one's pixels.
     """
 
     observation: str
@@ -66,6 +68,7 @@ class Outcome:
     signals: Signals = field(default_factory=dict)
     messages: tuple[Message, ...] | None = None
     state: dict[str, Any] | None = None
+    images: tuple[Image, ...] = ()
 
 
 class TextEnv(gym.Env[str, str]):
@@ -122,7 +125,7 @@ class TextEnv(gym.Env[str, str]):
         self._episode_open = False  # begin_episode ran and end_episode has not yet
         # The last prompt's messages, reused while the system prompt and prompt stay the same
         # (messages are immutable): resetting to one task again builds no new objects.
-        self._prompt_cache: tuple[str | None, str, tuple[Message, ...]] | None = None
+        self._prompt_cache: tuple[str | None, tuple[str | Image, ...], tuple[Message, ...]] | None = None
 
     # -- what subclasses implement -------------------------------------------------------------
 
@@ -147,6 +150,11 @@ class TextEnv(gym.Env[str, str]):
     def end_episode(self) -> None:
         """Release what `begin_episode` opened; also called after a `begin_episode` that failed halfway."""
 
+    def prompt_images(self, task: Task) -> Sequence[Image]:
+        """Images the prompt shows after its text (default: none). An env that shows images makes
+        its `observation_space` a `gfcr.envs.spaces.text_and_image` space (see `Outcome.images`)."""
+        return ()
+
     def system_prompt_for(self, task: Task) -> str | None:
         """The system prompt of `task`'s episode (default: the `system_prompt` the env was made with)."""
         return self.system_prompt
@@ -162,7 +170,7 @@ class TextEnv(gym.Env[str, str]):
     # -- the Gymnasium API -----------------------------------------------------------------------
 
     @reports_waits  # queues for shared resources (sandbox, LLM user) waited in the call: info["wait_s"]
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         super().reset(seed=seed)
         if options and (len(options) != 1 or "task_id" not in options):  # sets only when it may fail
             if unknown := set(options) - {"task_id"}:
@@ -177,7 +185,8 @@ class TextEnv(gym.Env[str, str]):
             self._episode_open = True
             self.begin_episode(task)
             prompt = self._clip(self.render_prompt(task))
-            self.messages = self._prompt_messages(self.system_prompt_for(task), prompt)
+            images = tuple(self.prompt_images(task))
+            self.messages = self._prompt_messages(self.system_prompt_for(task), prompt, images)
         except BaseException:
             self._end_episode()
             self.task = None  # no episode: step() asks for a reset
@@ -188,10 +197,10 @@ class TextEnv(gym.Env[str, str]):
             "messages": list(self.messages),
             "tools": [tool.to_openai() for tool in self.tools.values()] if self.tools else [],
         }
-        return prompt, info
+        return observation_for(self.observation_space, prompt, images), info
 
     @reports_waits
-    def step(self, action: str | Action) -> tuple[str, float, bool, bool, dict]:
+    def step(self, action: str | Action) -> tuple[Any, float, bool, bool, dict]:
         if self.task is None:
             raise GfcrError("step() called before reset(); call env.reset() first")
         if self.done:
@@ -206,7 +215,13 @@ class TextEnv(gym.Env[str, str]):
         truncated = not outcome.terminated and (outcome.truncated or self.turn >= self.max_turns)
         self.done = self.done or outcome.terminated or truncated
         observation = self._clip(outcome.observation)
-        messages = list(outcome.messages) if outcome.messages else [Message("user", observation)]
+        if outcome.messages:
+            messages = list(outcome.messages)
+        else:
+            content: str | list[str | Image] = (
+                [observation, *outcome.images] if outcome.images else observation
+            )
+            messages = [Message("user", content)]
         self.messages.extend(messages)
         info = {
             **self.extra_info(),
@@ -218,7 +233,8 @@ class TextEnv(gym.Env[str, str]):
             info["state"] = outcome.state
         if self.done:
             self._end_episode()
-        return observation, float(outcome.reward), outcome.terminated, truncated, info
+        obs = observation_for(self.observation_space, observation, [i for m in messages for i in m.images])
+        return obs, float(outcome.reward), outcome.terminated, truncated, info
 
     def close(self) -> None:
         self._end_episode()
@@ -279,14 +295,17 @@ class TextEnv(gym.Env[str, str]):
             self._episode_open = False  # first: an end_episode that raises is not run again
             self.end_episode()
 
-    def _prompt_messages(self, system_prompt: str | None, prompt: str) -> list[Message]:
-        """The episode's first messages: the system prompt (if any), then the prompt as a user message."""
+    def _prompt_messages(
+        self, system_prompt: str | None, prompt: str, images: tuple[Image, ...] = ()
+    ) -> list[Message]:
+        """The episode's first messages: the system prompt (if any), then the prompt (and its
+        images) as a user message."""
         cached = self._prompt_cache
-        if cached is not None and cached[0] == system_prompt and cached[1] == prompt:
+        if cached is not None and cached[0] == system_prompt and cached[1] == (prompt, *images):
             return list(cached[2])
         messages = [Message("system", system_prompt)] if system_prompt else []
-        messages.append(Message("user", prompt))
-        self._prompt_cache = (system_prompt, prompt, tuple(messages))
+        messages.append(Message("user", [prompt, *images]) if images else Message("user", prompt))
+        self._prompt_cache = (system_prompt, (prompt, *images), tuple(messages))
         return messages
 
     def _read(self, action: Any) -> tuple[Action | None, Outcome | None]:

@@ -18,11 +18,13 @@ import multiprocessing as mp
 import string
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
-from gymnasium.spaces import Box, Dict, Text
+from gymnasium.spaces import Box, Dict, Space, Text
 from gymnasium.vector.utils import shared_memory
+
+from gfcr.core.images import Image
 
 _SAMPLE_CHARSET = string.printable + "éßøñ中文日本語한국어∑∫√π≤≥→αβγ😀🚀{}[]<>\\$"
 _PAD = -1  # code-point slot after the end of a string in shared memory
@@ -120,4 +122,31 @@ def observation_text(observation: Any) -> str:
     return observation["text"] if isinstance(observation, dict) else observation
 
 
-__all__ = ["UnicodeText", "observation_text", "text_and_image"]
+def observation_for(space: Space, text: str, images: Sequence[Image]) -> str | dict[str, Any]:
+    """What an env whose observation space is `space` returns for a step that showed `text` and `images`.
+
+    In a text space, the text alone. In a `text_and_image` space, the text and the last image's
+    RGB pixels at the space's size (resized if the image has another), zeros if there is none.
+
+    >>> from PIL import Image as PILImage
+    >>> red = Image.from_pil(PILImage.new("RGB", (4, 2), "red"))
+    >>> observation_for(UnicodeText(10), "a red box", [red])
+    'a red box'
+    >>> obs = observation_for(text_and_image(10, (2, 4)), "a red box", [red])
+    >>> obs["text"], obs["image"].shape, obs["image"][0, 0].tolist()
+    ('a red box', (2, 4, 3), [255, 0, 0])
+    >>> int(observation_for(text_and_image(10, (2, 4)), "none", [])["image"].max())
+    0
+    """
+    if not isinstance(space, Dict):
+        return text
+    height, width, _ = cast(Box, space["image"]).shape
+    if not images:
+        return {"text": text, "image": np.zeros((height, width, 3), np.uint8)}
+    picture = images[-1].to_pil()
+    if picture.size != (width, height):
+        picture = picture.resize((width, height))
+    return {"text": text, "image": np.array(picture, dtype=np.uint8)}
+
+
+__all__ = ["UnicodeText", "observation_for", "observation_text", "text_and_image"]
