@@ -157,6 +157,15 @@ def tiny_model(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_vision_model(tmp_path_factory):
+    """A `gfcr tiny-model --vision` directory: a random LLaVA (CLIP tower, Qwen2 LM) with its processor."""
+    pytest.importorskip("transformers", reason="the hf extra is not installed: pip install -e '.[hf]'")
+    from gfcr.agents.policies.tiny_model import write_tiny_vision_model
+
+    return write_tiny_vision_model(tmp_path_factory.mktemp("tiny-vlm"), vocab_size=512, corpus_tasks=100)
+
+
+@pytest.fixture(scope="session")
 def parity_env():
     """gfcr/TestParity-v0: ToolUse prompts, reward 1.0 for an action of odd length, so even a random
     model gets a reward spread and RL steps have non-zero advantages. Registered after
