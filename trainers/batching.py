@@ -10,18 +10,23 @@ ratio's denominator, start as those and are recomputed by the trainer where they
 
 Advantages are per token: a group estimator's one per sequence is broadcast to the sequence's
 sampled tokens, a tree estimator gives each token its tree node's (`token_tree_advantages`).
+
+Images: a vision-language policy's sample keeps the images its ids show (`TokenData.images`), and
+a micro-batch carries their pixel tensors (`MicroBatch.vision`, from the model's processor: the
+`pixels` function), which every forward pass of the trainer takes beside the ids, so the logprobs
+and the loss are those of the tokens given the very pixels the policy saw.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from gfcr.core import Trajectory
+from gfcr.core import Image, Trajectory
 from gfcr.errors import DataError, UnknownNameError
 from gfcr.filter import ADVANTAGE_ESTIMATORS, group_advantages
 from gfcr.filter.process_credit import ProcessCredit
@@ -29,6 +34,7 @@ from gfcr.generate import TREE_ESTIMATORS, token_tree_advantages
 from gfcr.replay import version_number
 
 ESTIMATORS = (*ADVANTAGE_ESTIMATORS, *TREE_ESTIMATORS)  # what `samples_from_groups` takes
+Pixels = Callable[[Sequence[Image]], dict[str, torch.Tensor]]  # images -> the model's image tensors
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,7 @@ class Sample:
     behaviour_logprobs: list[float] | None = None
     policy_version: int | None = None  # the version of the policy that sampled it (None: unknown)
     is_weights: list[float] | None = None  # truncated importance weights per token (None: all 1)
+    images: tuple[Image, ...] = ()  # whose placeholder runs `input_ids` hold, in order
 
     def __post_init__(self) -> None:
         lengths = {len(self.input_ids), len(self.loss_mask), len(self.old_logprobs), len(self.advantages)}
@@ -112,6 +119,7 @@ def sample_from_trajectory(
         reward=trajectory.total_reward if reward is None else float(reward),
         replayed=bool(trajectory.signals.get("replayed", False)),
         policy_version=version_number(trajectory.provenance.policy_version),
+        images=tuple(tokens.images),
     )
 
 
@@ -193,7 +201,9 @@ class MicroBatch:
     """Right-padded tensors of a few samples; targets are shifted one token left of inputs.
 
     input_ids, attention_mask: (B, L); loss_mask, old_logprobs, advantages: (B, L-1) aligned
-    with the logprob of token t+1 given tokens <= t.
+    with the logprob of token t+1 given tokens <= t. `vision`: the image tensors of the samples'
+    images, in order, as the model's forward pass takes them (e.g. `pixel_values`: (N, 3, H, W));
+    {} for text.
     """
 
     input_ids: torch.Tensor
@@ -202,13 +212,16 @@ class MicroBatch:
     old_logprobs: torch.Tensor
     advantages: torch.Tensor
     is_weights: torch.Tensor  # (B, L-1): 1.0 where a sample has none
+    vision: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def to(self, device: str | torch.device) -> MicroBatch:
-        return MicroBatch(*(t.to(device) for t in vars(self).values()))
+        moved = {name: t.to(device) for name, t in vars(self).items() if name != "vision"}
+        return MicroBatch(**moved, vision={name: t.to(device) for name, t in self.vision.items()})
 
 
-def collate(samples: Sequence[Sample], pad_id: int = 0) -> MicroBatch:
-    """Pad `samples` on the right into one `MicroBatch`."""
+def collate(samples: Sequence[Sample], pad_id: int = 0, pixels: Pixels | None = None) -> MicroBatch:
+    """Pad `samples` on the right into one `MicroBatch`; `pixels` makes the image tensors of
+    samples with images (a vision-language model's processor, `HFPolicy.pixel_inputs`)."""
     width = max(len(s.input_ids) for s in samples)
     size = (len(samples), width)
     input_ids = torch.full(size, pad_id, dtype=torch.long)
@@ -226,14 +239,37 @@ def collate(samples: Sequence[Sample], pad_id: int = 0) -> MicroBatch:
         advantages[row, :n] = torch.tensor(s.advantages, dtype=torch.float32)
         if s.is_weights is not None:
             is_weights[row, :n] = torch.tensor(s.is_weights, dtype=torch.float32)
-    shifted = (t[:, 1:] for t in (loss_mask, old_logprobs, advantages, is_weights))
-    return MicroBatch(input_ids, attention_mask, *shifted)
+    return MicroBatch(
+        input_ids,
+        attention_mask,
+        loss_mask[:, 1:],
+        old_logprobs[:, 1:],
+        advantages[:, 1:],
+        is_weights[:, 1:],
+        vision=_vision(samples, pixels),
+    )
 
 
-def micro_batches(samples: Sequence[Sample], size: int, pad_id: int = 0) -> Iterator[MicroBatch]:
+def _vision(samples: Sequence[Sample], pixels: Pixels | None) -> dict[str, torch.Tensor]:
+    """The image tensors of `samples`' images, row by row in placeholder order ({} for none)."""
+    images = [image for s in samples for image in s.images]
+    if not images:
+        return {}
+    if pixels is None:
+        raise DataError(
+            f"{sum(1 for s in samples if s.images)} samples show images but the trainer has no image "
+            "processor to give the model their pixels; train them with the vision-language model that "
+            "generated them (an hf: model folder with a processor, e.g. from `gfcr tiny-model --vision`)"
+        )
+    return pixels(images)
+
+
+def micro_batches(
+    samples: Sequence[Sample], size: int, pad_id: int = 0, pixels: Pixels | None = None
+) -> Iterator[MicroBatch]:
     """Consecutive micro-batches of at most `size` samples."""
     for start in range(0, len(samples), size):
-        yield collate(samples[start : start + size], pad_id)
+        yield collate(samples[start : start + size], pad_id, pixels)
 
 
 def token_logprobs(model: torch.nn.Module | Callable[..., Any], batch: MicroBatch) -> torch.Tensor:
@@ -243,7 +279,7 @@ def token_logprobs(model: torch.nn.Module | Callable[..., Any], batch: MicroBatc
     Computed as logit − logsumexp(logits), so the (B, L, V) log-softmax is never materialised in
     full precision twice (V is 150k for Qwen models).
     """
-    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[
+    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, **batch.vision).logits[
         :, :-1
     ]  # (B, L-1, V)
     targets = batch.input_ids[:, 1:, None]  # (B, L-1, 1)

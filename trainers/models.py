@@ -26,7 +26,7 @@ from torch.func import functional_call
 
 from gfcr.core.policy import Policy
 from gfcr.errors import ConfigError
-from gfcr.trainers.batching import MicroBatch, token_logprobs
+from gfcr.trainers.batching import MicroBatch, Pixels, token_logprobs
 from gfcr.trainers.config import TrainConfig
 
 
@@ -40,6 +40,9 @@ class Models:
     reference: ReferencePolicy | None  # the KL reference (beta > 0), or None
     sync: Callable[[int], None]  # after optimizer step n: make the policy generate with the new weights
     autocast: Callable[[], AbstractContextManager]
+    # a vision-language model's processor (saved with checkpoints) and its images' pixel tensors
+    processor: Any = None
+    pixels: Pixels | None = None
 
 
 def load_models(config: TrainConfig) -> Models:
@@ -67,8 +70,18 @@ def load_models(config: TrainConfig) -> Models:
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     use_bf16 = config.model.bf16 and device.startswith("cuda") and torch.cuda.is_bf16_supported()
     autocast = partial(torch.autocast, "cuda", dtype=torch.bfloat16) if use_bf16 else nullcontext
+    processor = getattr(policy, "processor", None)
     return Models(
-        policy, model, tokenizer, device, int(pad_id), reference, _sync(policy, model, config), autocast
+        policy,
+        model,
+        tokenizer,
+        device,
+        int(pad_id),
+        reference,
+        _sync(policy, model, config),
+        autocast,
+        processor,
+        policy.pixel_inputs if processor is not None else None,  # type: ignore[attr-defined]
     )
 
 

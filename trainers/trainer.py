@@ -113,6 +113,7 @@ class Trainer:
             autocast=self.models.autocast,
             correction=pipeline.replay.correction,
             recompute_old_logprobs=config.optim.recompute_old_logprobs,
+            pixels=self.models.pixels,
         )
         self.step = 0
         self.sft_data: list[Sample] | None = None
@@ -403,7 +404,10 @@ class Trainer:
             "config": self.config.to_dict(),
             "reference": reference.state_dict() if reference is not None and warm_started else None,
         }
-        path = ckpt.save_checkpoint(directory, self.step, state, self.model, self.models.tokenizer)
+        # a vision-language model's processor saves its tokenizer, image processor and chat template
+        path = ckpt.save_checkpoint(
+            directory, self.step, state, self.model, self.models.processor or self.models.tokenizer
+        )
         ckpt.prune_checkpoints(directory, self.config.keep_checkpoints)
         logger.info("checkpoint written: %s", path)
         return path

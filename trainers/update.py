@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from gfcr.errors import UnknownNameError
-from gfcr.trainers.batching import MicroBatch, Sample, collate, micro_batches, token_logprobs
+from gfcr.trainers.batching import MicroBatch, Pixels, Sample, collate, micro_batches, token_logprobs
 from gfcr.trainers.config import LossConfig
 from gfcr.trainers.losses import CORRECTIONS, BatchTotals, policy_loss, sft_loss, tis_weights
 
@@ -43,6 +43,7 @@ class UpdateSettings:
     autocast: Autocast = nullcontext
     correction: str = "recompute"  # of off-policy samples: recompute | tis ([replay] correction)
     recompute_old_logprobs: bool = False  # fresh samples' π_old from the trainer too
+    pixels: Pixels | None = None  # a vision-language model's image tensors (`HFPolicy.pixel_inputs`)
 
     def __post_init__(self) -> None:
         if self.correction not in CORRECTIONS:
@@ -62,7 +63,7 @@ def accumulate_gradients(
         len(samples), max(1, sum(s.num_loss_tokens for s in samples)), max(1, settings.max_tokens)
     )
     stats = {"loss/total": 0.0, "loss/policy": 0.0, "loss/kl": 0.0, "loss/clip_frac": 0.0}
-    for batch in micro_batches(samples, settings.micro_batch_size, settings.pad_id):
+    for batch in micro_batches(samples, settings.micro_batch_size, settings.pad_id, settings.pixels):
         batch = batch.to(settings.device)
         with settings.autocast():
             logprobs = token_logprobs(model, batch)  # (B, L-1)
@@ -129,7 +130,7 @@ def sft_update(
     optimizer.zero_grad(set_to_none=True)
     total_tokens = max(1, sum(s.num_loss_tokens for s in samples))
     nll = 0.0
-    for batch in micro_batches(samples, settings.micro_batch_size, settings.pad_id):
+    for batch in micro_batches(samples, settings.micro_batch_size, settings.pad_id, settings.pixels):
         batch = batch.to(settings.device)
         with settings.autocast():
             logprobs = token_logprobs(model, batch)
@@ -230,7 +231,7 @@ def recompute_logprobs(
     out: list[list[float]] = []
     for start in range(0, len(samples), settings.micro_batch_size):
         chunk = samples[start : start + settings.micro_batch_size]
-        batch = collate(chunk, settings.pad_id).to(settings.device)
+        batch = collate(chunk, settings.pad_id, settings.pixels).to(settings.device)
         with settings.autocast():
             logprobs = token_logprobs(model, batch).float().cpu()  # (B, L-1)
         for row, sample in enumerate(chunk):

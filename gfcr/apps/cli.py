@@ -76,6 +76,8 @@ def exit_on_error() -> Iterator[None]:
     except GfcrError as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from e
+
+
 Imports = Annotated[
     list[str] | None,
     typer.Option("--import", "-i", help="Import a module first (one that registers the env); repeatable."),
@@ -469,21 +471,32 @@ def tiny_model(
     num_layers: Annotated[int, typer.Option(help="Transformer layers.")] = 2,
     num_heads: Annotated[int, typer.Option(help="Attention heads (head size = hidden size / heads).")] = 2,
     seed: Annotated[int, typer.Option(help="Seed of the random weights.")] = 0,
+    vision: Annotated[
+        bool,
+        typer.Option(help="A vision-language model (LLaVA: a CLIP tower and the Qwen2 LM) that sees images."),
+    ] = False,
+    image_size: Annotated[
+        int, typer.Option(help="With --vision: pixels (square) each image is resized to; 14-pixel patches.")
+    ] = 56,
 ) -> None:
-    """Write a small randomly initialised chat model (Qwen2-style) with a locally trained tokenizer."""
-    from gfcr.agents.policies.tiny_model import write_tiny_model
+    """Write a small randomly initialised chat model (Qwen2-style) with a locally trained tokenizer
+    (with --vision, a vision-language model with its processor)."""
+    from gfcr.agents.policies.tiny_model import write_tiny_model, write_tiny_vision_model
 
+    size = {
+        "vocab_size": vocab_size,
+        "hidden_size": hidden_size,
+        "num_layers": num_layers,
+        "num_heads": num_heads,
+    }
     with exit_on_error():
         with needs_extra("gfcr tiny-model"):
-            path = write_tiny_model(
-                directory,
-                vocab_size=vocab_size,
-                hidden_size=hidden_size,
-                num_layers=num_layers,
-                num_heads=num_heads,
-                seed=seed,
-            )
-    console.print(f"tiny model: {path}  (use it as --agent hf:{path})")
+            if vision:
+                path = write_tiny_vision_model(directory, image_size=image_size, seed=seed, **size)
+            else:
+                path = write_tiny_model(directory, seed=seed, **size)
+    kind = "tiny vision-language model" if vision else "tiny model"
+    console.print(f"{kind}: {path}  (use it as --agent hf:{path})")
 
 
 @app.command()

@@ -1,0 +1,63 @@
+"""`hf:` with a vision-language model: images in the prompt ids, pixels in generation, none mixed up."""
+
+from __future__ import annotations
+
+import pytest
+from PIL import Image as PILImage
+
+from gfcr.agents.policies.hf import HFPolicy
+from gfcr.agents.policies.tiny_model import IMAGE_TOKEN
+from gfcr.core import Image, Message, Request, SamplingParams
+
+QUESTION = "What colour is the object?"
+
+
+@pytest.fixture(scope="module")
+def vlm(tiny_vision_model):
+    return HFPolicy(tiny_vision_model)
+
+
+def _picture(colour: str) -> Image:
+    image = PILImage.new("RGB", (64, 64), "white")
+    image.paste(colour, (16, 16, 48, 48))
+    return Image.from_pil(image)
+
+
+def _ask(colour: str, seed: int | None = None, temperature: float = 0.0) -> Request:
+    sampling = SamplingParams(temperature=temperature, max_tokens=6, seed=seed)
+    return Request((Message("user", [QUESTION, _picture(colour)]),), sampling=sampling)
+
+
+def test_a_vision_model_sees_images_as_placeholder_runs_and_a_text_model_sees_the_text(vlm, tiny_model):
+    assert vlm.sees_images and vlm.processor is not None
+    placeholder = vlm.tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
+    message = Message("user", [QUESTION, _picture("red"), "and this one?", _picture("blue")])
+    assert vlm.encode_prompt([message], ()).count(placeholder) == 2 * 16  # (56 / 14)² each
+    text_model = HFPolicy(tiny_model)
+    assert not text_model.sees_images
+    assert text_model.encode_prompt([message], ()) == text_model.encode_prompt(
+        [Message("user", f"{QUESTION}\nand this one?")], ()
+    )  # a text model is shown the text, never a placeholder it cannot fill
+
+
+def test_what_the_model_writes_depends_on_the_image(vlm):
+    red, blue = vlm.generate([_ask("red"), _ask("blue")])
+    assert red.logprobs != blue.logprobs  # same ids, other pixels: other distributions
+
+
+def test_a_batch_gives_each_row_its_own_images(vlm):
+    """Images are concatenated row by row: a row's completion in a mixed batch equals its completion alone."""
+    colours = ["red", "blue", "green", "red"]
+    together = vlm.generate([_ask(c) for c in colours] + [Request((Message("user", QUESTION),))])
+    for colour, completion in zip(colours, together, strict=False):
+        (alone,) = vlm.generate([_ask(colour)])
+        assert completion.completion_ids == alone.completion_ids
+        assert completion.logprobs == pytest.approx(alone.logprobs, abs=1e-5)
+
+
+def test_seeded_samples_of_one_question_about_two_images_draw_differently(vlm):
+    for seed in range(20):
+        red, blue = vlm.generate([_ask("red", seed, 1.0), _ask("blue", seed, 1.0)])
+        (again,) = vlm.generate([_ask("red", seed, 1.0)])
+        assert again.completion_ids == red.completion_ids  # reproducible
+        assert red.completion_ids != blue.completion_ids  # the image is part of the sample's seed

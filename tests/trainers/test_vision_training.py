@@ -1,0 +1,91 @@
+"""Pixels reach the loss: a vision-language model's samples train on the images their ids show."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from PIL import Image as PILImage
+
+from gfcr.agents.policies.hf import HFPolicy
+from gfcr.core import Image, Message, Request, SamplingParams, TokenData, Trajectory
+from gfcr.errors import DataError
+from gfcr.trainers.batching import collate, sample_from_trajectory
+from gfcr.trainers.config import LossConfig
+from gfcr.trainers.update import UpdateSettings, accumulate_gradients, recompute_logprobs
+
+QUESTION = "What colour is the object?"
+
+
+@pytest.fixture(scope="module")
+def vlm(tiny_vision_model):
+    return HFPolicy(tiny_vision_model)
+
+
+def _picture(colour: str) -> Image:
+    image = PILImage.new("RGB", (64, 64), "white")
+    image.paste(colour, (8, 8, 56, 56))
+    return Image.from_pil(image)
+
+
+def _episode(policy: HFPolicy, colour: str, seed: int) -> Trajectory:
+    """One sampled answer about an image, with the token data the runner would keep."""
+    messages = (Message("user", [QUESTION, _picture(colour)]),)
+    completion = policy.generate([Request(messages, sampling=SamplingParams(max_tokens=8, seed=seed))])[0]
+    assert completion.prompt_ids is not None and completion.completion_ids is not None
+    n = len(completion.completion_ids)
+    tokens = TokenData(
+        list(completion.prompt_ids),
+        list(completion.completion_ids),
+        [1] * n,
+        list(completion.logprobs or ()),
+        images=list(messages[0].images),
+    )
+    return Trajectory("gfcr/Vision-v0", f"t-{colour}", QUESTION, tokens=tokens, id=f"{colour}-{seed}")
+
+
+def _settings(policy: HFPolicy, micro_batch_size: int = 2) -> UpdateSettings:
+    return UpdateSettings(
+        LossConfig(), micro_batch_size=micro_batch_size, pad_id=policy.pad_id, pixels=policy.pixel_inputs
+    )
+
+
+def test_the_trainer_recomputes_the_sampler_logprobs_on_the_same_images(vlm):
+    colours = ["red", "blue", "green", "yellow", "red"]
+    samples = [sample_from_trajectory(_episode(vlm, c, seed), 1.0) for seed, c in enumerate(colours)]
+    recomputed = recompute_logprobs(vlm.model, samples, _settings(vlm))  # micro-batches mix images
+    for sample, logprobs in zip(samples, recomputed, strict=True):
+        sampled = [lp for lp, m in zip(sample.old_logprobs, sample.loss_mask, strict=True) if m]
+        trained = [lp for lp, m in zip(logprobs, sample.loss_mask, strict=True) if m]
+        assert trained == pytest.approx(sampled, abs=1e-4)
+
+
+def _gradient(policy: HFPolicy, sample) -> tuple[float, dict[str, torch.Tensor]]:
+    """The loss of `sample` and its gradient, by parameter name."""
+    policy.model.zero_grad(set_to_none=True)
+    stats = accumulate_gradients(policy.model, [sample], _settings(policy))
+    grads = {n: p.grad.clone() for n, p in policy.model.named_parameters() if p.grad is not None}
+    policy.model.zero_grad(set_to_none=True)
+    return stats["loss/total"], grads
+
+
+def test_changing_only_the_image_changes_the_loss_and_the_gradient(vlm):
+    trajectory = _episode(vlm, "red", seed=3)
+    sample = sample_from_trajectory(trajectory, 1.0)
+    recoloured = dataclasses.replace(sample, images=(_picture("blue"),))  # same ids, logprobs, advantages
+    loss, grads = _gradient(vlm, sample)
+    loss_blue, grads_blue = _gradient(vlm, recoloured)
+    same_loss, same_grads = _gradient(vlm, sample)
+    assert loss != loss_blue
+    assert any(not torch.allclose(grads[name], grads_blue[name]) for name in grads)
+    assert loss == same_loss and all(torch.equal(grads[name], same_grads[name]) for name in grads)
+    tower = [name for name in grads if "vision_tower" in name]  # the loss trains the vision tower too
+    assert tower and all(grads[name].abs().sum() > 0 for name in tower)
+
+
+def test_samples_with_images_need_the_model_processor():
+    tokens = TokenData([1, 2], [3], [1], [0.0], images=[_picture("red")])
+    sample = sample_from_trajectory(Trajectory("e", "t", "?", tokens=tokens), 1.0)
+    with pytest.raises(DataError, match="image processor"):
+        collate([sample], pad_id=0)
