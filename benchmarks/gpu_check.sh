@@ -5,7 +5,8 @@
 #
 # Needs a Python with vllm (it brings torch with CUDA and transformers) and gfcr's own dependencies, e.g.
 #   python -m pip install -e '.[gpu,dev]'  (or, where vllm is already installed: pip install --no-deps -e .)
-# Runs: the vLLM tests (skipped elsewhere) and the token-in-token-out test on both backends, a tree
+# Runs: the vLLM tests (skipped elsewhere; a vision-language model given images among them) and the
+# token-in-token-out test on both backends, a tree
 # rollout that must hit vLLM's prefix cache (its children continue their parents' prefixes), then
 # benchmarks/runner_vllm.py (runner tokens/s ÷ vLLM generate tokens/s; goal >= 0.9). Everything it prints
 # is also written to OUT_DIR (default /tmp/gfcr-gpu): gpu.txt, pytest.txt, prefix_cache.txt,

@@ -70,7 +70,8 @@ def load_models(config: TrainConfig) -> Models:
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     use_bf16 = config.model.bf16 and device.startswith("cuda") and torch.cuda.is_bf16_supported()
     autocast = partial(torch.autocast, "cuda", dtype=torch.bfloat16) if use_bf16 else nullcontext
-    processor = getattr(policy, "processor", None)
+    pixels = policy.pixel_inputs if getattr(policy, "sees_images", False) else None  # type: ignore[attr-defined]
+    processor = getattr(getattr(policy, "chat", None), "processor", None)
     return Models(
         policy,
         model,
@@ -81,13 +82,14 @@ def load_models(config: TrainConfig) -> Models:
         _sync(policy, model, config),
         autocast,
         processor,
-        policy.pixel_inputs if processor is not None else None,  # type: ignore[attr-defined]
+        pixels,
     )
 
 
 def _load_vllm(config: TrainConfig, path: str) -> tuple[Policy, torch.nn.Module, Any, str]:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer
 
+    from gfcr.agents.policies.vision import is_vision_model
     from gfcr.agents.policies.vllm import VLLMPolicy
 
     if not torch.cuda.is_available():
@@ -99,7 +101,8 @@ def _load_vllm(config: TrainConfig, path: str) -> tuple[Policy, torch.nn.Module,
     policy = VLLMPolicy(path, **options)
     device = config.model.device or "cuda"
     dtype = torch.bfloat16 if config.model.dtype == "bfloat16" else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    loader = AutoModelForImageTextToText if is_vision_model(Path(path)) else AutoModelForCausalLM
+    model = loader.from_pretrained(path, dtype=dtype)
     model.to(device)  # type: ignore[arg-type]  # transformers' stubs
     model.eval()  # no dropout: the trained policy is the one that sampled
     return policy, model, AutoTokenizer.from_pretrained(path), device

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from gfcr.agents.policies.chat import ChatEncoder, ChatTokens, end_ids, load_chat_encoder
-from gfcr.agents.policies.vision import VisionChat, is_vision_model, pixel_inputs
+from gfcr.agents.policies.vision import VisionChat, is_vision_model
 from gfcr.core import Image
 from gfcr.core.policy import Completion, Request, SamplingParams
 from gfcr.errors import ConfigError, PolicyError, needs_extra
@@ -174,7 +174,7 @@ class HFPolicy(ChatTokens):
 
     def pixel_inputs(self, images: Sequence[Image]) -> dict[str, Any]:
         """The model's image tensors for `images`, in order ({} for none, or for a text model)."""
-        return pixel_inputs(self.processor, images) if self.processor is not None else {}
+        return self.chat.pixel_inputs(images) if isinstance(self.chat, VisionChat) else {}
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         rows: list[_Row] = []

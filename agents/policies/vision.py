@@ -5,7 +5,7 @@ token ids in which each image stands as a run of placeholder tokens, and its ima
 them (`pixel_values`, and for some families grid metadata such as `image_grid_thw`). Both come
 from the model's processor: `VisionChat` renders a conversation with its chat template, image
 parts as the template's image slots, and lets the processor expand each slot to its run for that
-image; `pixel_inputs` gives the tensors of a list of images, in order. The images of a batch are
+image; its `pixel_inputs` gives the tensors of a list of images, in order. The images of a batch are
 concatenated in the order of their placeholders across the batch's rows (row by row), which is
 the order these models scatter image features into the sequence, so generation and the trainer's
 forward pass feed the same pixels to the same tokens.
@@ -55,6 +55,13 @@ class VisionChat(ChatEncoder):
         )
         return list(inputs["input_ids"][0])
 
+    def pixel_inputs(self, images: Sequence[Image]) -> dict[str, Any]:
+        """The model's image tensors for `images`, in order ({} for none): what its forward pass
+        takes beside the ids (`pixel_values`, and e.g. `image_grid_thw`), as torch tensors."""
+        if not images:
+            return {}
+        return dict(self.processor.image_processor([image.to_pil() for image in images], return_tensors="pt"))
+
     def _conversation(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
         return [_with_image_slots(m) for m in messages]
 
@@ -70,12 +77,3 @@ def _with_image_slots(message: Message) -> dict[str, Any]:
         for part in message.content
     ]
     return out
-
-
-def pixel_inputs(processor: Any, images: Sequence[Image]) -> dict[str, Any]:
-    """The model's image tensors for `images`, in order ({} for none): what its forward pass
-    takes beside the ids (`pixel_values`, and e.g. `image_grid_thw`), as torch tensors."""
-    if not images:
-        return {}
-    features = processor.image_processor([image.to_pil() for image in images], return_tensors="pt")
-    return dict(features)

@@ -6,6 +6,11 @@ turns of an episode and the samples of a task share their common prefix's KV cac
 are vLLM's (of the sampled token, from the raw logits by default); entropies are estimated from
 the top `entropy_top_k` logprobs of each position (`gfcr.filter.entropy.topk_entropy`; 0: none).
 Needs a GPU.
+
+A vision-language model (its config has a `vision_config`) is rendered by transformers' processor
+(`gfcr.agents.policies.vision.VisionChat`), so its ids hold each image's placeholder run as the
+trainer's do; each prompt's images go to the engine beside its ids (`multi_modal_data`), and
+its prefix cache keys them by content. `limit_mm_per_prompt` defaults to 16 images a prompt.
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gfcr.agents.policies.chat import ChatTokens, load_chat_encoder
+from gfcr.agents.policies.chat import ChatTokens, end_ids, load_chat_encoder
 from gfcr.agents.policies.hf import model_fingerprint
+from gfcr.agents.policies.vision import VisionChat, is_vision_model
+from gfcr.core import Image
 from gfcr.core.policy import Completion, Request
 from gfcr.errors import PolicyError
 from gfcr.filter.entropy import topk_entropy
@@ -33,9 +40,19 @@ class VLLMPolicy(ChatTokens):
             from vllm import LLM
         except ImportError as e:
             raise PolicyError("the vllm: backend needs vLLM and a GPU: pip install 'gfcr[gpu]'") from e
+        vision = is_vision_model(Path(path))
         options = {"enable_prefix_caching": True, **engine_options}
+        if vision:
+            options.setdefault("limit_mm_per_prompt", {"image": 16})
         self.llm = LLM(model=str(path), **options)
         self.chat = load_chat_encoder(str(path), self.llm.get_tokenizer())
+        if vision:  # the processor expands image slots exactly as the trainer's model reads them
+            from transformers import AutoProcessor
+
+            self.chat = VisionChat(
+                AutoProcessor.from_pretrained(str(path)), end_ids(str(path), self.chat.tokenizer)
+            )
+        self.sees_images = vision
         self.max_positions = int(self.llm.llm_engine.model_config.max_model_len)
         self.name = f"vllm:{path}"
         self.version = model_fingerprint(Path(path))
@@ -58,14 +75,16 @@ class VLLMPolicy(ChatTokens):
             logprobs=self.entropy_top_k,  # the top-k and the sampled token's own logprob
         )
 
-    def generate(self, requests: Sequence[Request]) -> list[Completion]:
-        from vllm.inputs import TokensPrompt
+    def pixel_inputs(self, images: Sequence[Image]) -> dict[str, Any]:
+        """The model's image tensors for `images` (for the trainer's forward pass; {} for text)."""
+        return self.chat.pixel_inputs(images) if isinstance(self.chat, VisionChat) else {}
 
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
         prompts = [list(r.prompt_ids or self.encode_prompt(r.messages, r.tools)) for r in requests]
         live = [i for i, ids in enumerate(prompts) if len(ids) < self.max_positions]
         params = [self.sampling_params(requests[i], len(prompts[i])) for i in live]
         outputs = self.llm.generate(
-            [TokensPrompt(prompt_token_ids=prompts[i]) for i in live], params, use_tqdm=False
+            [self._prompt(requests[i], prompts[i]) for i in live], params, use_tqdm=False
         )
         by_request = dict(zip(live, outputs, strict=True))
         completions = []
@@ -94,6 +113,23 @@ class VLLMPolicy(ChatTokens):
                     )
                 )
         return completions
+
+    def _prompt(self, request: Request, ids: list[int]) -> Any:  # -> vllm.inputs.TokensPrompt
+        """The engine's prompt: the ids, and the images whose placeholder runs they hold."""
+        from vllm.inputs import TokensPrompt
+
+        if not self.sees_images:
+            return TokensPrompt(prompt_token_ids=ids)
+        images = (
+            request.images
+            if request.prompt_ids is not None
+            else [i for m in request.messages for i in m.images]
+        )
+        if not images:
+            return TokensPrompt(prompt_token_ids=ids)
+        return TokensPrompt(
+            prompt_token_ids=ids, multi_modal_data={"image": [image.to_pil() for image in images]}
+        )
 
 
 def sync_weights(

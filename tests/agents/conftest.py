@@ -32,6 +32,17 @@ def vllm_policy(tiny_model):
     return VLLMPolicy(tiny_model, enforce_eager=True, gpu_memory_utilization=0.3)
 
 
+@pytest.fixture(scope="session")
+def vllm_vision_policy(tiny_vision_model):
+    """The tiny vision-language model (LLaVA) in vLLM's engine; skipped (with the reason) where no GPU is."""
+    reason = _gpu_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    from gfcr.agents.policies.vllm import VLLMPolicy
+
+    return VLLMPolicy(tiny_vision_model, enforce_eager=True, gpu_memory_utilization=0.2)
+
+
 @pytest.fixture(params=["hf", "vllm"])
 def token_policy(request):
     """The tiny model in each backend that keeps token ids (vLLM only where a GPU is)."""

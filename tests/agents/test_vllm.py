@@ -40,3 +40,32 @@ def test_the_runner_drives_vllm_with_token_in_token_out(vllm_policy):
     assert result.episodes == 16 and result.failed == 0
     for t in result.trajectories:
         assert t.tokens is not None and sum(t.tokens.loss_mask) == t.cost.tokens_out > 0
+
+
+def test_vllm_takes_images_beside_the_ids_and_agrees_with_the_hf_forward_pass(
+    vllm_vision_policy, tiny_vision_model
+):
+    """The engine sees the images (logprobs differ by image) and its logprobs are the trainer's model's
+    on the same ids and pixels."""
+    import torch
+    from PIL import Image as PILImage
+
+    from gfcr.agents.policies.hf import HFPolicy
+    from gfcr.core import Image
+
+    hf = HFPolicy(tiny_vision_model)
+    pictures = [Image.from_pil(PILImage.new("RGB", (64, 64), colour)) for colour in ("red", "blue")]
+    requests = [
+        Request((Message("user", ["What colour?", picture]),), sampling=SamplingParams(max_tokens=8, seed=1))
+        for picture in pictures
+    ]
+    red, blue = vllm_vision_policy.generate(requests)
+    assert red.prompt_ids == tuple(hf.encode_prompt(requests[0].messages, ()))  # one processor, one expansion
+    assert red.logprobs != blue.logprobs
+    for completion, picture in ((red, pictures[0]), (blue, pictures[1])):
+        ids = torch.tensor([list(completion.prompt_ids) + list(completion.completion_ids)], device=hf.device)
+        pixels = {name: t.to(hf.device) for name, t in hf.pixel_inputs([picture]).items()}
+        with torch.inference_mode():
+            logits = hf.model(input_ids=ids, **pixels).logits[0, len(completion.prompt_ids) - 1 : -1].float()
+        expected = torch.log_softmax(logits, -1).gather(1, ids[0, len(completion.prompt_ids) :, None])
+        assert torch.allclose(torch.tensor(completion.logprobs), expected.squeeze(1).cpu(), atol=2e-2)
