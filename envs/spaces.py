@@ -119,7 +119,7 @@ def observation_text(observation: Any) -> str:
     >>> observation_text("3 rows"), observation_text({"text": "a chart", "image": None})
     ('3 rows', 'a chart')
     """
-    return observation["text"] if isinstance(observation, dict) else observation
+    return str(observation["text"] if isinstance(observation, dict) else observation)
 
 
 def observation_for(space: Space, text: str, images: Sequence[Image]) -> str | dict[str, Any]:

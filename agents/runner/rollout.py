@@ -62,6 +62,6 @@ def rollout(
         policy_s = time.perf_counter() - started
         started = time.perf_counter()
         obs, reward, terminated, truncated, info = env.step(episode.action(completion))
-        result = (str(obs), float(reward), terminated, truncated, info)
+        result = (obs, float(reward), terminated, truncated, info)
         episode.record(completion, result, policy_s=policy_s, env_s=time.perf_counter() - started)
     return episode.finish()

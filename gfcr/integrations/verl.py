@@ -83,6 +83,7 @@ from gfcr.control import AdaptiveGuidance, ControlConfig, RolloutController
 from gfcr.control.guidance import guide_of
 from gfcr.core import Message, Step, Task, TokenData, Trajectory
 from gfcr.core.config import from_dict
+from gfcr.envs.spaces import observation_text
 from gfcr.errors import ConfigError
 from gfcr.generate import BranchTokens, GuidanceConfig, first_user_text, inject
 
@@ -359,7 +360,9 @@ class GfcrAgentLoop(AgentLoopBase):  # type: ignore[misc]
         prompt_ids = await self.apply_chat_template(messages, tools=list(info["tools"]) or None)
         response = _Response()
         # the episode as Control sees it after each step (prefix stop, length budget)
-        trajectory = Trajectory(env_id, task_id, str(obs), messages=list(info["messages"]), guidance=guidance)
+        trajectory = Trajectory(
+            env_id, task_id, observation_text(obs), messages=list(info["messages"]), guidance=guidance
+        )
         extra: Json = {}
         timing = {"generate_sequences": 0.0, "tool_calls": 0.0}
         request_id, signals, ended = uuid4().hex, {}, "response_length"
@@ -383,7 +386,9 @@ class GfcrAgentLoop(AgentLoopBase):  # type: ignore[misc]
             timing["tool_calls"] += time.perf_counter() - started
             response.rewards.append(float(reward))
             signals = dict(info.get("signals") or {})
-            trajectory.steps.append(Step(action, str(obs), float(reward), terminated, truncated, signals))
+            trajectory.steps.append(
+                Step(action, observation_text(obs), float(reward), terminated, truncated, signals)
+            )
             ids = list(response.ids)
             trajectory.tokens = TokenData(prompt_ids, ids, list(response.mask), [0.0] * len(ids))
             if terminated or truncated:

@@ -111,7 +111,7 @@ class GfcrEnvironment:
         assert self._episode is not None  # callers check reset() was called
         started = time.perf_counter()
         obs, reward, terminated, truncated, info = self._env.step(action)
-        result = (str(obs), float(reward), terminated, truncated, info)
+        result = (obs, float(reward), terminated, truncated, info)
         completion = (
             Completion(action.text, action.tool_calls) if isinstance(action, Action) else Completion(action)
         )
