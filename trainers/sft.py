@@ -8,7 +8,8 @@ policy tokens with the negative log-likelihood. Observation tokens are never tra
 Trajectories of a token policy are used as they are. Text-only teachers (scripted, OpenAI)
 give no token ids, so their conversations are encoded here with the student's chat template,
 laid out exactly as the runner lays out token-in-token-out data: prompt, then each assistant
-turn (its text and end-of-turn token, loss mask 1), then the observation tokens (mask 0).
+turn (its text and end-of-turn token, loss mask 1), then the observation tokens (mask 0); a
+vision-language student's token data keeps the images its ids show, as the runner's does.
 """
 
 from __future__ import annotations
@@ -53,21 +54,19 @@ def tokenize_trajectory(
     if first is None:
         raise DataError(f"trajectory {trajectory.id} has no assistant turn to train on")
     end_id = min(chat.end_ids)
-    data = TokenData(prompt_ids=chat.prompt_ids(messages[:first], tools))
+    data = TokenData(
+        prompt_ids=chat.prompt_ids(messages[:first], tools), images=chat.images(messages[:first])
+    )
     i = first
     while i < len(messages):
         ids = chat.encode(messages[i].text or "") + [end_id]
-        data.completion_ids += ids
-        data.loss_mask += [1] * len(ids)
-        data.logprobs += [0.0] * len(ids)
+        data.append(ids, sampled=True)  # logprobs 0.0: no policy sampled them
         following = i + 1
         while following < len(messages) and messages[following].role != "assistant":
             following += 1
         if following < len(messages):  # another assistant turn: the observation between them
             observation = chat.observation_ids(messages[i + 1 : following], ids)
-            data.completion_ids += observation
-            data.loss_mask += [0] * len(observation)
-            data.logprobs += [0.0] * len(observation)
+            data.append(observation, sampled=False, images=chat.images(messages[i + 1 : following]))
         i = following
     return data
 

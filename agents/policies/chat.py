@@ -78,6 +78,10 @@ class ChatEncoder:
         """The text of sampled `ids`, without the end-of-turn token that closed them."""
         return self.decode(ids[:-1] if ids and ids[-1] in self.end_ids else ids)
 
+    def images(self, messages: Sequence[Message]) -> list[Image]:
+        """The images of `messages` that their ids show, in order: none for a text model."""
+        return []
+
     def _conversation(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
         """`messages` as the chat template takes them: OpenAI's shape, content as text."""
         return [replace(m, content=m.text).to_openai() if m.images else m.to_openai() for m in messages]

@@ -55,6 +55,9 @@ class VisionChat(ChatEncoder):
         )
         return list(inputs["input_ids"][0])
 
+    def images(self, messages: Sequence[Message]) -> list[Image]:
+        return [image for m in messages for image in m.images]
+
     def pixel_inputs(self, images: Sequence[Image]) -> dict[str, Any]:
         """The model's image tensors for `images`, in order ({} for none): what its forward pass
         takes beside the ids (`pixel_values`, and e.g. `image_grid_thw`), as torch tensors."""
