@@ -333,11 +333,15 @@ class Episode:
         """Token data from a server that returns ids (`gfcr serve`, vLLM's `return_token_ids`): each
         turn's prompt must extend the ids so far, and what it adds is the observation (mask 0). A
         turn without ids, or a prompt the server tokenized differently, drops them: none is better
-        than ids that are not what the model saw."""
+        than ids that are not what the model saw. A server that answered messages with images took
+        them (a text model refuses them), so its ids hold their placeholders: the token data keeps
+        the images sent so far (`TokenData.images`), as a local vision-language policy's does."""
         if completion.prompt_ids is None or completion.completion_ids is None:
             self.trajectory.tokens = None
             return
         prompt = list(completion.prompt_ids)
+        sent = self.messages[: self._before_turn.messages] if self._before_turn else self.messages
+        shown = [image for m in sent for image in m.images]  # what the request's ids show
         if len(self.trajectory.steps) == 1:  # the first turn (record() appended its step)
             self.trajectory.tokens = TokenData(prompt_ids=prompt)
         tokens = self.trajectory.tokens
@@ -347,7 +351,8 @@ class Episode:
         if prompt[: len(so_far)] != so_far:
             self.trajectory.tokens = None
             return
-        tokens.append(prompt[len(so_far) :], sampled=False)  # the observation
+        observation = prompt[len(so_far) :]
+        tokens.append(observation, sampled=False, images=shown[len(tokens.images) :])
         ids, entropies = completion.completion_ids, completion.entropies
         if entropies is not None and len(entropies) != len(ids):
             entropies = None  # estimates that do not line up with the ids are no data

@@ -4,7 +4,9 @@
 `gfcr serve-env ENV_ID` (or any server built on `openenv`'s server classes) and behaves like the
 env it serves: the same observations, rewards, signals, `info["task"]`, `info["tools"]` and
 errors, so `gfcr run`, `gfcr bench`, the Runner and `gfcr train` use it like a local env. Each
-instance holds one session (one WebSocket, one env on the server).
+instance holds one session (one WebSocket, one env on the server). An env that shows images
+comes back the same too: its `text_and_image` observation space and `{"text", "image"}`
+observations (the pixels sent as PNG, losslessly), and the images of `info["messages"]`.
 
 Failures of the server never crash a run: a reset is retried (it is safe to repeat) with backoff,
 and a step that loses its server comes back as a truncated step whose observation says what
@@ -32,6 +34,7 @@ from typing import Any
 
 import gymnasium as gym
 import httpx
+import numpy as np
 
 from gfcr.core import Action, Message, Task
 from gfcr.envs.base import DEFAULT_MAX_ACTION_CHARS, DEFAULT_MAX_OBSERVATION_CHARS
@@ -40,12 +43,13 @@ from gfcr.envs.remote.tasks import remote_tasks
 from gfcr.envs.remote.wire import (
     decode_error,
     decode_info,
+    decode_pixels,
     jsonable,
     reply_metadata,
     require_gold,
     reset_arguments,
 )
-from gfcr.envs.spaces import UnicodeText
+from gfcr.envs.spaces import UnicodeText, text_and_image
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import ConfigError, GfcrError
 from gfcr.registry import env_class
@@ -93,11 +97,17 @@ class RemoteEnv(gym.Env[str, str]):
         self.token, self.retries, self.render_mode = token, retries, render_mode
         self.connect_timeout_s, self.message_timeout_s = connect_timeout_s, message_timeout_s
         self.max_observation_chars = max_observation_chars
-        self.observation_space = UnicodeText(max_observation_chars)
         self.action_space = UnicodeText(max_action_chars)
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         _tokens[self.url] = token  # for the oracle, a classmethod: it has the task's url, not this env
         self.served = self._probe()  # {} for a server not written with gfcr
+        shape = self.served.get("image_shape")  # (H, W) where the served env shows images
+        self.image_shape: tuple[int, int] | None = (int(shape[0]), int(shape[1])) if shape else None
+        self.observation_space: gym.Space = (
+            text_and_image(max_observation_chars, self.image_shape)
+            if self.image_shape
+            else UnicodeText(max_observation_chars)
+        )
         self.env_id: str | None = self.served.get("env_id")
         self.signal_defaults = dict(self.served.get("signal_defaults") or {})
         self.action_field = action_field or (None if self.served else self._action_field())
@@ -109,7 +119,7 @@ class RemoteEnv(gym.Env[str, str]):
 
     # -- the Gymnasium API -----------------------------------------------------------------------
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         seed, task_id = reset_arguments(seed, options=options)  # refused here as the server would
         super().reset(seed=seed)
         payload: dict[str, Any] = {} if seed is None else {"seed": seed}
@@ -120,12 +130,13 @@ class RemoteEnv(gym.Env[str, str]):
         if "error" in metadata:
             raise decode_error(metadata["error"], self.url)
         self._episode_id = metadata.get("episode_id")
-        text = self._text(result.get("observation") or {})
+        observation = result.get("observation") or {}
+        text = self._text(observation)
         info = self._info(text, metadata, first=True)
         self.task, self.messages = info["task"], list(info["messages"])
-        return text, info
+        return self._observation(text, observation), info
 
-    def step(self, action: str | Action) -> tuple[str, float, bool, bool, dict]:
+    def step(self, action: str | Action) -> tuple[Any, float, bool, bool, dict]:
         if self._client is None or self.task is None:
             raise GfcrError("step() called before reset(); call env.reset() first")
         if not isinstance(action, (str, Action)):
@@ -134,7 +145,7 @@ class RemoteEnv(gym.Env[str, str]):
                 "messages": [Message("user", text)],
                 "signals": {**self.signal_defaults, "format_ok": False},
             }
-            return text, 0.0, False, False, info
+            return self._observation(text), 0.0, False, False, info
         try:
             result = self._client.step(self._payload(action))
         except Exception as e:  # the server is gone mid-episode: not retried, it may have applied the step
@@ -146,7 +157,8 @@ class RemoteEnv(gym.Env[str, str]):
             )
         if "error" in metadata:
             raise decode_error(metadata["error"], self.url)
-        text = self._text(result.get("observation") or {})
+        observation = result.get("observation") or {}
+        text = self._text(observation)
         info = self._info(text, metadata)
         self.messages += [
             Message("assistant", action if isinstance(action, str) else action.text),
@@ -154,7 +166,13 @@ class RemoteEnv(gym.Env[str, str]):
         ]
         terminated = bool(metadata.get("terminated", result.get("done", False)))
         truncated = bool(metadata.get("truncated", False))
-        return text, float(result.get("reward") or 0.0), terminated, truncated, info
+        return (
+            self._observation(text, observation),
+            float(result.get("reward") or 0.0),
+            terminated,
+            truncated,
+            info,
+        )
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":
@@ -255,7 +273,7 @@ class RemoteEnv(gym.Env[str, str]):
             f"the env server at {self.url} failed to {what} ({self.retries + 1} attempts): {_reason(last)}"
         )
 
-    def _lost(self, reason: str) -> tuple[str, float, bool, bool, dict]:
+    def _lost(self, reason: str) -> tuple[Any, float, bool, bool, dict]:
         """The step result of an episode whose server failed or forgot it: truncated, saying why."""
         self._drop_client()
         text = f"The env server at {self.url} failed during this step ({reason}); the episode is truncated."
@@ -264,7 +282,7 @@ class RemoteEnv(gym.Env[str, str]):
             "signals": dict(self.signal_defaults),
             "remote_error": reason,
         }
-        return text, 0.0, False, True, info
+        return self._observation(text), 0.0, False, True, info
 
     def _drop_client(self) -> None:
         client, self._client = self._client, None
@@ -292,6 +310,15 @@ class RemoteEnv(gym.Env[str, str]):
                 "the text: pass action_field=NAME, or act with a JSON object"
             )
         return data
+
+    def _observation(self, text: str, observation: dict[str, Any] | None = None) -> Any:
+        """What `reset` and `step` return: the text, or with a served env that shows images
+        `{"text", "image"}` (the sent pixels; zeros for a reply without them, such as a lost step's)."""
+        if self.image_shape is None:
+            return text
+        url = (observation or {}).get("image")
+        pixels = decode_pixels(url, self.image_shape) if url else np.zeros((*self.image_shape, 3), np.uint8)
+        return {"text": text, "image": pixels}
 
     def _text(self, observation: dict[str, Any]) -> str:
         if "text" in observation and isinstance(observation["text"], str):
@@ -332,7 +359,7 @@ def served_oracle(url: str, task: Task, messages: Sequence[Message], timeout_s: 
     Only a server started with `--send-gold` answers (403 otherwise): the oracle plays from gold data.
     """
     token = _tokens.get(url) or token_from_environment()
-    body = {"task": jsonable(task), "messages": [m.to_dict() for m in messages]}
+    body = {"task": jsonable(task), "messages": [m.to_dict(inline_images=True) for m in messages]}
     try:
         reply = httpx.post(
             f"{url}/gfcr/oracle",

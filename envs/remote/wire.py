@@ -6,8 +6,9 @@ so a generic client reads `metadata["signals"]` or `metadata["tools"]` directly:
 
 - `env_id`, `task_id`, `episode_id`, `terminated`, `truncated` (OpenEnv has one `done`;
   gfcr keeps both);
-- the env's `info`, made JSON: `task` (a `Task` as a dict), `messages`, `tools`, `signals`,
-  `turn`, `state`, and any other key (values JSON cannot hold are sent as text);
+- the env's `info`, made JSON: `task` (a `Task` as a dict), `messages` (their images inline, as
+  OpenAI `image_url` parts holding `data:` URLs), `tools`, `signals`, `turn`, `state`, and any
+  other key (values JSON cannot hold are sent as text);
 - `error` when a reset failed: the gfcr error's class name and message, so the client raises
   the same error (`UnknownNameError` with its "did you mean").
 
@@ -15,6 +16,10 @@ A task's gold data is what its verifier compares against (the answer, the gold S
 tests), and its metadata may hold more of it (a generator's entry, a simulated user's script), so
 an agent must never read them: unless a server is started to send them (`--send-gold`, for
 trusted trainer-side clients), it sends `withhold_gold(task)`, and grading stays on the server.
+
+An env whose observations are `text_and_image` (`{"text", "image"}`) sends the image's pixels in
+`observation["image"]` as a PNG `data:` URL (lossless: `decode_pixels` gives back the same
+array), and says so in `GET /gfcr` (`image_shape`), so the client rebuilds the same space.
 
 >>> from gfcr.core import Message, Task
 >>> info = {"task": Task("t/0", "1+1?", "2"), "messages": [Message("user", "1+1?")], "tools": []}
@@ -34,9 +39,12 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+from gymnasium.spaces import Box, Dict, Space
+
 from gfcr import errors
-from gfcr.core import Message, Task
-from gfcr.errors import ConfigError
+from gfcr.core import Image, Message, Task
+from gfcr.errors import ConfigError, DataError
 
 # Keys of `metadata` that are gfcr's step facts, not the env's info.
 STEP_KEYS = ("env_id", "task_id", "episode_id", "terminated", "truncated", "error")
@@ -55,7 +63,7 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None  # strict JSON has no NaN or infinity
     if isinstance(value, (Message,)):
-        return value.to_dict()
+        return value.to_dict(inline_images=True)  # the bytes cross the wire with the message
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):
@@ -80,6 +88,42 @@ def decode_info(data: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(info.get("messages"), list):
         info["messages"] = [Message.from_dict(m) for m in info["messages"]]
     return info
+
+
+def image_shape(space: Space) -> tuple[int, int] | None:
+    """(height, width) of a `text_and_image` observation space's image; None for a text space.
+
+    >>> from gfcr.envs.spaces import UnicodeText, text_and_image
+    >>> image_shape(text_and_image(10, (32, 48))), image_shape(UnicodeText(10))
+    ((32, 48), None)
+    """
+    image = space.spaces.get("image") if isinstance(space, Dict) else None
+    if not isinstance(image, Box):
+        return None
+    height, width, _ = image.shape
+    return int(height), int(width)
+
+
+def encode_pixels(pixels: np.ndarray) -> str:
+    """An observation's (H, W, 3) uint8 pixels as a PNG `data:` URL (lossless)."""
+    from PIL import Image as PILImage
+
+    return Image.from_pil(PILImage.fromarray(np.asarray(pixels, dtype=np.uint8), "RGB")).data_url()
+
+
+def decode_pixels(url: str, shape: tuple[int, int]) -> np.ndarray:
+    """The (H, W, 3) uint8 pixels of `encode_pixels`' URL; a `DataError` if they are not `shape`.
+
+    >>> pixels = np.arange(24, dtype=np.uint8).reshape(2, 4, 3)
+    >>> bool((decode_pixels(encode_pixels(pixels), (2, 4)) == pixels).all())
+    True
+    """
+    pixels = np.array(Image.from_data_url(url).to_pil(), dtype=np.uint8)
+    if pixels.shape != (*shape, 3):
+        raise DataError(
+            f"the server sent an observation image of shape {pixels.shape}, expected {(*shape, 3)}"
+        )
+    return pixels
 
 
 def reply_metadata(reply: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 Endpoints: `GET /v1/models`, `POST /v1/chat/completions` (tools, `tool_choice` "auto" or
 "none", `n`, `stop`, `seed`, `logprobs`, vLLM's `return_token_ids`; no streaming),
-`GET /health`. Concurrent requests are
+`GET /health`. Message content is text or OpenAI content parts: `text` and `image_url` parts
+holding `data:` URLs (images go to a vision-language model, one with `sees_images`; a text model
+refuses them with a 400 naming the fix). Concurrent requests are
 gathered into batches by the same `Batcher` the runner uses. With `tools` in the request,
 `<tool_call>` blocks the model writes come back as native `tool_calls` (finish reason
 "tool_calls"), the rest as `content`. What it cannot honour it refuses rather than ignores:
@@ -30,6 +32,7 @@ from pydantic import BaseModel, Field
 from gfcr.agents.runner.batcher import Batcher
 from gfcr.apps.server_guard import Guard
 from gfcr.core import Message, ToolCall, parse_action
+from gfcr.core.messages import read_content
 from gfcr.core.policy import Completion, Request, SamplingParams
 from gfcr.errors import GfcrError
 
@@ -79,11 +82,14 @@ def create_app(
     model_name: str,
     *,
     max_batch_size: int = 64,
-    max_request_bytes: int = 4 << 20,
+    max_request_bytes: int = 16 << 20,
     max_pending: int = 1024,
 ) -> Guard:
-    """The ASGI app serving `policy` (a policy with a chat template, such as `HFPolicy`) as `model_name`."""
+    """The ASGI app serving `policy` (a policy with a chat template, such as `HFPolicy`) as `model_name`.
+
+    `max_request_bytes` caps a request body, images included (they arrive inline, base64)."""
     app = FastAPI(title="gfcr serve", version="1")
+    sees_images = bool(getattr(policy, "sees_images", False))
     batcher: dict[str, Batcher] = {}  # made on the server's event loop at first use
     pending = [0]  # completions asked for and not yet answered
 
@@ -116,6 +122,14 @@ def create_app(
             return error(400, problem)
         try:
             messages = tuple(_message(m) for m in body.messages)
+            images = tuple(image for m in messages for image in m.images)
+            if images and not sees_images:
+                return error(
+                    400,
+                    f"the messages hold {len(images)} image(s), but this model ({model_name!r}) does not "
+                    "take images; serve a vision-language model (e.g. `gfcr tiny-model --vision DIR`), "
+                    "or send text only",
+                )
             stop = (body.stop,) if isinstance(body.stop, str) else tuple(body.stop or ())
             tools = () if body.tool_choice == "none" else tuple(body.tools or ())
             prompt_ids = tuple(policy.encode_prompt(messages, tools))
@@ -142,7 +156,7 @@ def create_app(
         pending[0] += body.n
         try:
             completions = await batcher["batcher"].submit(
-                Request(messages, tools, sampling, prompt_ids=prompt_ids)
+                Request(messages, tools, sampling, prompt_ids=prompt_ids, images=images)
             )
         finally:
             pending[0] -= body.n
@@ -180,10 +194,9 @@ def serve(path: str, *, host: str = "127.0.0.1", port: int = 8000, model_name: s
 
 
 def _message(data: dict[str, Any]) -> Message:
-    """A gfcr message from an OpenAI one (content as text or text parts; tool-call arguments as JSON)."""
-    content = data.get("content") or ""
-    if isinstance(content, list):
-        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    """A gfcr message from an OpenAI one (content as text, or text and `image_url` parts holding
+    `data:` URLs; tool-call arguments as JSON)."""
+    content = read_content(data.get("content") or "")
     calls = tuple(
         ToolCall(c["function"]["name"], json.loads(c["function"].get("arguments") or "{}"), c.get("id", ""))
         for c in data.get("tool_calls") or ()

@@ -177,9 +177,13 @@ class ImageStore:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
 
+    def path(self, image: Image) -> Path:
+        """Where `image` is (or would be) stored: `<root>/<sha256>.<suffix of its media type>`."""
+        return self.root / f"{image.sha256}.{_SUFFIXES.get(image.media_type, 'png')}"
+
     def put(self, image: Image) -> str:
         """Store `image` (once) and return its hash."""
-        path = self.root / f"{image.sha256}.{_SUFFIXES.get(image.media_type, 'png')}"
+        path = self.path(image)
         if not path.exists():
             self.root.mkdir(parents=True, exist_ok=True)
             temporary = path.with_suffix(f".{os.getpid()}.tmp")

@@ -2,9 +2,10 @@
 
 OpenEnv envs ship a client class with their own action and observation types; this is gfcr's.
 Actions are `TextAction`s (the model's text, with native tool calls if any) — the class the
-server validates them as — and each reply is a `GfcrObservation`: the text, the chat messages,
-the tools, the Filter signals, the task (gold withheld unless the server sends it), reward,
-`terminated`/`truncated`, decoded from the wire format of `gfcr.envs.remote.wire`. Everything
+server validates them as — and each reply is a `GfcrObservation`: the text (and, from an env that
+shows images, its pixels), the chat messages (their images included), the tools, the Filter
+signals, the task (gold withheld unless the server sends it), reward, `terminated`/`truncated`,
+decoded from the wire format of `gfcr.envs.remote.wire`. Everything
 openenv's clients do works: async or `.sync()`, `from_docker_image`, `new_session`.
 
 On connecting it asks the server what it serves (`GET /gfcr`): a server not written with gfcr
@@ -29,7 +30,7 @@ from openenv.core.env_server.types import Observation, State
 from pydantic import Field
 
 from gfcr.core import Message, Task
-from gfcr.envs.remote.wire import decode_error, decode_info, reply_metadata
+from gfcr.envs.remote.wire import decode_error, decode_info, decode_pixels, reply_metadata
 from gfcr.errors import ConfigError, GfcrError
 from gfcr.remote.server import TextAction
 
@@ -39,6 +40,9 @@ class GfcrObservation(Observation):
     wire `metadata` as in every OpenEnv observation)."""
 
     text: str = Field(default="", description="The observation the model reads next.")
+    image: Any = Field(
+        default=None, description="With an env that shows images: the observation's (H, W, 3) uint8 pixels."
+    )
     terminated: bool = Field(default=False, description="The episode ended (Gymnasium's terminated).")
     truncated: bool = Field(default=False, description="The episode was cut short (a limit).")
     messages: list[Message] = Field(default_factory=list, description="This reply as chat messages.")
@@ -114,8 +118,11 @@ class GfcrEnvClient(EnvClient[TextAction, GfcrObservation, State]):
         if "error" in metadata:
             raise decode_error(metadata["error"], str(self.base_url))
         info = decode_info(metadata)
+        sent = payload.get("observation") or {}
+        shape = (self.served or {}).get("image_shape")
         observation = GfcrObservation(
-            text=str((payload.get("observation") or {}).get("text", "")),
+            text=str(sent.get("text", "")),
+            image=decode_pixels(sent["image"], (shape[0], shape[1])) if shape and sent.get("image") else None,
             reward=payload.get("reward"),
             done=bool(payload.get("done", False)),
             metadata=metadata,

@@ -22,8 +22,9 @@ Actions are `TextAction`s: `{"text": ...}` (the model's raw text), with `tool_ca
 tool calls, or OpenEnv's MCP-style `{"type": "list_tools"}` and
 `{"type": "call_tool", "tool_name": ..., "arguments": {...}}`, so `openenv`'s `MCPToolClient`
 lists the env's tools with their real schemas and calls them inside the episode.
-Observations carry the text in `observation["text"]` and gfcr's extras in `metadata`
-(see `gfcr.envs.remote.wire`).
+Observations carry the text in `observation["text"]` (with an env that shows images, the
+observation's pixels in `observation["image"]`, a PNG `data:` URL) and gfcr's extras in `metadata`,
+the messages' images inline (see `gfcr.envs.remote.wire`).
 
 >>> from fastapi.testclient import TestClient
 >>> with TestClient(create_app("gfcr/ToolUse-v0")) as client:
@@ -64,10 +65,13 @@ from gfcr.envs.remote.wire import (
     decode_task,
     encode_error,
     encode_info,
+    encode_pixels,
+    image_shape,
     jsonable,
     reset_arguments,
     withhold_gold,
 )
+from gfcr.envs.spaces import observation_text
 from gfcr.errors import ConfigError, QueueTimeoutError, UnknownNameError
 from gfcr.registry import env_class, list_envs
 from gfcr.version import __version__
@@ -108,6 +112,10 @@ class TextObservation(Observation):
     """The env's text; `metadata` holds signals, tools, task, messages and the end reasons."""
 
     text: str = Field(default="", description="The observation the model reads next.")
+    image: str | None = Field(
+        default=None,
+        description="With an env that shows images: the observation's (H, W, 3) pixels as a PNG data URL.",
+    )
 
 
 @dataclass
@@ -120,6 +128,7 @@ class ServedEnv:
     sessions_started: int = 0
     # env calls (resets, steps) at once over every session; more queue (`gfcr serve-env --max-concurrency`)
     admission: Admission = field(default_factory=lambda: Admission("env_server"))
+    image_shape: tuple[int, int] | None = None  # (H, W) of a `text_and_image` env's observation pixels
     _catalog: gym.Env | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -175,6 +184,7 @@ class ServedEnv:
             "entry_point": entry_point if isinstance(entry_point, str) else None,
             "signal_defaults": jsonable(signal_defaults),
             "sends_gold": self.send_gold,
+            "image_shape": list(self.image_shape) if self.image_shape else None,
             "gfcr_version": __version__,
             "sessions_started": self.sessions_started,
             "admission": self.admission.describe(),
@@ -321,13 +331,17 @@ class GymSession(Environment):
         return self._observe(observation, float(reward), bool(terminated), bool(truncated), info)
 
     def _observe(
-        self, text: str, reward: float | None, terminated: bool, truncated: bool, info: dict[str, Any]
+        self, observation: Any, reward: float | None, terminated: bool, truncated: bool, info: dict[str, Any]
     ) -> TextObservation:
         facts = self._facts(terminated=terminated, truncated=truncated)
         if isinstance(info.get("task"), Task):
             info = {**info, "task": self.served.visible(info["task"])}
         return TextObservation(
-            text=text, reward=reward, done=terminated or truncated, metadata={**encode_info(info), **facts}
+            text=observation_text(observation),
+            image=encode_pixels(observation["image"]) if isinstance(observation, dict) else None,
+            reward=reward,
+            done=terminated or truncated,
+            metadata={**encode_info(info), **facts},
         )
 
     def _facts(self, **facts: Any) -> dict[str, Any]:
@@ -422,7 +436,9 @@ def create_app(
         )
     gate = (admission or AdmissionConfig()).gate("env_server")
     served = ServedEnv(env_id, dict(env_kwargs or {}), send_gold, admission=gate)
-    served.make().close()  # bad kwargs fail here, with the env's own message, not in the first session
+    probe = served.make()  # bad kwargs fail here, with the env's own message, not in the first session
+    served.image_shape = image_shape(probe.observation_space)
+    probe.close()
     concurrency = ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout_s)
     app: FastAPI = create_fastapi_app(
         served.session,

@@ -1,0 +1,106 @@
+"""Images over the OpenEnv wire: `gfcr serve-env` of an env that shows images, read back by
+`gfcr/Remote-v0` and `GfcrEnvClient` as the same observations (pixels) and messages (images)."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from image_envs import ENV_ID, square
+
+pytest.importorskip("openenv", reason="the remote extra is not installed: pip install -e '.[remote]'")
+
+import uvicorn  # noqa: E402
+from gymnasium.utils.env_checker import check_env  # noqa: E402
+
+from gfcr.agents import Runner, RunnerConfig, make_policy  # noqa: E402
+from gfcr.agents.runner.specs import EpisodeSpec, env_config  # noqa: E402
+from gfcr.core import read_jsonl  # noqa: E402
+from gfcr.remote import GfcrEnvClient, TextAction, create_app  # noqa: E402
+
+
+@contextlib.contextmanager
+def serving(app) -> Iterator[str]:
+    """`app` on uvicorn in a thread (the env is registered in this process only); its url."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "the test server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def colour_url() -> Iterator[str]:
+    with serving(create_app(ENV_ID, send_gold=True)) as url:
+        yield url
+
+
+def test_the_remote_env_gives_the_same_pixels_and_message_images_as_the_local_env(colour_url):
+    remote, local = gym.make("gfcr/Remote-v0", url=colour_url), gym.make(ENV_ID)
+    assert remote.observation_space == local.observation_space  # text_and_image, (16, 24) pixels
+    episodes = []
+    for env in (remote, local):
+        obs, info = env.reset(options={"task_id": "colour-blue"})
+        steps = [env.step("red"), env.step("blue")]
+        episodes.append((obs, info["messages"], steps))
+    (r_obs, r_messages, r_steps), (l_obs, l_messages, l_steps) = episodes
+    assert r_obs["text"] == l_obs["text"] == "What colour is the square?"
+    assert r_obs["image"].dtype == np.uint8 and np.array_equal(r_obs["image"], l_obs["image"])
+    assert r_messages == l_messages and r_messages[-1].images == (square("blue"),)  # equal by hash
+    for (r, *r_rest, r_info), (lo, *l_rest, l_info) in zip(r_steps, l_steps, strict=True):
+        assert r["text"] == lo["text"] and np.array_equal(r["image"], lo["image"]) and r_rest == l_rest
+        assert r_info["messages"] == l_info["messages"]
+    assert r_steps[0][4]["messages"][0].images == (square("blue", border=True),)
+    assert r_steps[1][1:3] == (1.0, True)
+    assert remote.unwrapped.messages == local.unwrapped.messages
+    check_env(remote.unwrapped, skip_render_check=True)  # each observation is in the Dict space
+    remote.close()
+
+
+def test_a_runner_over_the_remote_env_stores_the_same_images_as_over_the_local_env(colour_url, tmp_path):
+    runs = {}
+    for name, env in (
+        ("remote", env_config("gfcr/Remote-v0", {"url": colour_url})),
+        ("local", env_config(ENV_ID)),
+    ):
+        specs = [EpisodeSpec(env, task) for task in ("colour-red", "colour-green")]
+        Runner(make_policy("scripted:oracle"), RunnerConfig(concurrency=2)).run(
+            specs, tmp_path / f"{name}.jsonl"
+        )
+        runs[name] = sorted(read_jsonl(tmp_path / f"{name}.jsonl"), key=lambda t: t.task_id)
+    for remote, local in zip(runs["remote"], runs["local"], strict=True):
+        assert remote.status == local.status == "ok" and remote.total_reward == local.total_reward == 1.0
+        assert remote.messages == local.messages and remote.images == local.images == [
+            square(local.task_id[7:])
+        ]
+        assert remote.prompt == local.prompt == "What colour is the square?"
+
+
+def test_the_typed_client_reads_pixels_and_images(colour_url):
+    with GfcrEnvClient(base_url=colour_url).sync() as env:
+        first = env.reset(task_id="colour-green")
+        wrong = env.step(TextAction(text="red"))
+    local = gym.make(ENV_ID)
+    obs, info = local.reset(options={"task_id": "colour-green"})
+    assert (
+        np.array_equal(first.observation.image, obs["image"])
+        and first.observation.messages == info["messages"]
+    )
+    assert np.array_equal(wrong.observation.image, local.step("red")[0]["image"])
+    assert wrong.observation.messages[0].images == (square("green", border=True),)
