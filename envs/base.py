@@ -250,26 +250,34 @@ class TextEnv(gym.Env[str, str]):
     def run_tools(self, action: Action) -> Outcome:
         """Run every tool call of `action` within the step's budget; results (or errors, or why a
         call was not run) become tool messages. Each call runs by the step's deadline, which tools
-        read with `gfcr.core.tools.time_left`; an env may call this more than once in a step."""
+        read with `gfcr.core.tools.time_left`; an env may call this more than once in a step.
+        A tool that returns an `Image`, or a list of text and `Image` parts, shows them in its
+        message (`tool_content`); any other result is its text."""
         messages = []
         for call in action.tool_calls:
+            result: str | tuple[str | Image, ...]
             if (refusal := self.budget.admit()) is not None:
                 result = f"Error: not run: {refusal}."
             else:
                 with tool_deadline(self.budget.deadline):
                     result = self._tool_result(call)
-            messages.append(Message("tool", self._clip(result), tool_call_id=call.id, name=call.name))
+            content = (
+                self._clip(result)
+                if isinstance(result, str)
+                else tuple(self._clip(part) if isinstance(part, str) else part for part in result)
+            )
+            messages.append(Message("tool", content, tool_call_id=call.id, name=call.name))
         self.budget.check_time()
         observation = "\n".join(m.text for m in messages)
         return Outcome(observation, signals={"format_ok": True}, messages=tuple(messages))
 
-    def _tool_result(self, call: ToolCall) -> str:
+    def _tool_result(self, call: ToolCall) -> str | tuple[str | Image, ...]:
         """One tool call's result, or the error the agent should read."""
         try:
             tool = self.tools.get(call.name)
             if tool is None:
                 raise ToolError(f"unknown tool {call.name!r}; available: {sorted(self.tools) or 'none'}")
-            return str(tool(**call.arguments))
+            return tool_content(tool(**call.arguments))
         except ToolError as e:
             return f"Error: {e}"
         except EpisodeError:  # the infrastructure failed (e.g. a sandbox queue timeout): not the model's
@@ -344,3 +352,19 @@ def action_chars(action: str | Action) -> int:
         return len(action)
     calls = sum(len(c.name) + len(json.dumps(c.arguments, ensure_ascii=False)) for c in action.tool_calls)
     return len(action.text) + calls
+
+
+def tool_content(result: Any) -> str | tuple[str | Image, ...]:
+    """A tool's result as its message's content: an `Image`, or a list or tuple holding one, as
+    parts (text parts as text); anything else as its text.
+
+    >>> from PIL import Image as PILImage
+    >>> dot = Image.from_pil(PILImage.new("RGB", (1, 1)))
+    >>> tool_content(42), tool_content([1, 2]), tool_content(["zoomed", dot]) == ("zoomed", dot)
+    ('42', '[1, 2]', True)
+    """
+    if isinstance(result, Image):
+        return (result,)
+    if isinstance(result, list | tuple) and any(isinstance(part, Image) for part in result):
+        return tuple(part if isinstance(part, Image) else str(part) for part in result)
+    return str(result)
