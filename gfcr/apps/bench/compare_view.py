@@ -6,6 +6,7 @@ style and turn layout).
 DIR/index.html         leaderboard, each run against the baseline, per env, tasks that differ
 DIR/compare.json       the same as `gfcr compare --json`
 DIR/pairs/N.html       one task's paired episodes: run A and run B turn by turn, side by side
+DIR/images/            the images those pages show (copied from the runs' images/ folders)
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from rich.table import Table
 
 from gfcr.apps.bench import templates
 from gfcr.apps.bench.metrics import outcome
-from gfcr.apps.bench.report import episode_turns, prompt_messages
+from gfcr.apps.bench.report import episode_turns, image_tags, prompt_messages
 from gfcr.apps.compare import Run, to_json
+from gfcr.core import ImageStore
 
 _JINJA = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
 MAX_PAIR_PAGES = 500  # a view of thousands of differing tasks is not read; the JSON has them all
@@ -80,7 +82,7 @@ PAIR = """<!doctype html>
 <p>{{ label }}</p>
 <h2>Prompt</h2>
 {% for m in prompt %}<details class="message"{% if m.text|length < 2000 %} open{% endif %}><summary class="role">{{ m.role }}
-({{ m.text|length }} characters)</summary><pre>{{ m.text }}</pre></details>{% endfor %}
+({{ m.text|length }} characters)</summary><pre>{{ m.text }}</pre>{{ shown(m) }}</details>{% endfor %}
 {% for sample in samples %}
 <h2>Sample {{ loop.index }}</h2>
 <div class="pair">
@@ -89,7 +91,7 @@ PAIR = """<!doctype html>
 {% for turn in side.turns %}<section class="turn"><h4>Turn {{ loop.index }}</h4>
 <div class="message"><span class="role">assistant</span><pre>{{ turn.step.action }}</pre></div>
 {% for call in turn.calls %}<div class="tool call"><span class="role">tool call</span> <code>{{ call.name }}</code><pre>{{ call.arguments|tojson }}</pre></div>{% endfor %}
-{% for m in turn.observation %}<div class="message {{ 'tool' if m.role == 'tool' else '' }}"><span class="role">{{ m.role }}{% if m.name %} · {{ m.name }}{% endif %}</span><pre>{{ m.text }}</pre></div>{% endfor %}
+{% for m in turn.observation %}<div class="message {{ 'tool' if m.role == 'tool' else '' }}"><span class="role">{{ m.role }}{% if m.name %} · {{ m.name }}{% endif %}</span><pre>{{ m.text }}</pre>{{ shown(m) }}</div>{% endfor %}
 <p class="reward">reward {{ "%.3f"|format(turn.step.reward) }}</p></section>{% endfor %}
 </div>{% endfor %}
 </div>{% endfor %}
@@ -104,6 +106,7 @@ def write_compare_view(folder: str | Path, result: dict[str, Any], runs: list[Ru
     (root / "compare.json").write_text(json.dumps(to_json(result), indent=2), encoding="utf-8")
     by_name = {run.name: run for run in runs}
     pair_template = _JINJA.from_string(PAIR)
+    shown = image_tags(ImageStore(root / "images"), root / "pairs")
     pages = 0
     comparisons = []
     for c in result["comparisons"]:
@@ -113,7 +116,8 @@ def write_compare_view(folder: str | Path, result: dict[str, Any], runs: list[Ru
             if pages < MAX_PAIR_PAGES:
                 pages += 1
                 page = pages
-                html = pair_template.render(**_pair_context(by_name[c.a], by_name[c.b], d), style=STYLE)
+                context = _pair_context(by_name[c.a], by_name[c.b], d)
+                html = pair_template.render(**context, style=STYLE, shown=shown)
                 (root / "pairs" / f"{page}.html").write_text(html, encoding="utf-8")
             rows.append({**vars(d), "page": page})
         comparisons.append({**vars(c), "significant": c.significant, "rows": rows})

@@ -5,23 +5,27 @@ REPORT/index.html                     summary, plots (inline SVG), tables; no Ja
 REPORT/trajectories/AGENT.jsonl       every episode (written while the bench ran)
 REPORT/episodes/AGENT/index.html      the episodes of an agent, with their outcomes
 REPORT/episodes/AGENT/N.html          one episode, turn by turn: actions, tool calls, results, rewards
+                                      (and the images of its messages, from trajectories/images/)
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment
+from markupsafe import Markup
 
 from gfcr.apps.bench import svg, templates
 from gfcr.apps.bench.bench import AgentResult, BenchConfig, BenchResult, _slug
 from gfcr.apps.bench.metrics import outcome
 from gfcr.apps.diagnose.sections import bench_criteria, bench_criteria_html
-from gfcr.core import Message, Trajectory, parse_action
+from gfcr.core import ImageStore, Message, Trajectory, parse_action
+from gfcr.core.trajectory import image_store
 from gfcr.version import __version__
 
 _JINJA = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
@@ -59,6 +63,36 @@ def write_report(config: BenchConfig, bench: BenchResult) -> Path:
     for result in results:
         _write_viewer(root / "episodes" / _slug(result.agent), result, bench.labels)
     return index
+
+
+def image_tags(store: ImageStore, pages: Path) -> Callable[[Message], Markup]:
+    """The viewer templates' `shown(m)`: an `<img>` of each image of the message `m`, stored (once)
+    in `store` and referred to by its path relative to the pages in `pages` (the report folder
+    holds its images, so it reads anywhere); nothing for a message without images.
+
+    >>> import tempfile
+    >>> from PIL import Image as PILImage
+    >>> from gfcr.core import Image
+    >>> root = Path(tempfile.mkdtemp())
+    >>> shown = image_tags(ImageStore(root / "images"), root / "pages")
+    >>> red = Image.from_pil(PILImage.new("RGB", (2, 2), "red"))
+    >>> str(shown(Message("user", ["red?", red]))).startswith('<img class="shown" src="../images/')
+    True
+    >>> shown(Message("user", "no picture"))
+    Markup('')
+    """
+
+    def shown(message: Message) -> Markup:
+        tags = []
+        for image in message.images:
+            store.put(image)
+            source = Path(os.path.relpath(store.path(image), pages)).as_posix()
+            tags.append(
+                Markup('<img class="shown" src="{}" alt="image {}">').format(source, image.sha256[:12])
+            )
+        return Markup("").join(tags)
+
+    return shown
 
 
 def _results_json(config: BenchConfig, bench: BenchResult) -> dict[str, Any]:
@@ -141,6 +175,7 @@ def _plots(k: int, results: Sequence[AgentResult], outcome_names: list[str]) -> 
 def _write_viewer(folder: Path, result: AgentResult, labels: dict[str, str]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     template = _JINJA.from_string(templates.EPISODE)
+    shown = image_tags(image_store(result.trajectories_path), folder)  # beside the stored trajectories
     rows = []
     for number, t in enumerate(result.trajectories, 1):
         label = labels.get(t.id.split(".")[0], t.env_id)
@@ -154,6 +189,7 @@ def _write_viewer(folder: Path, result: AgentResult, labels: dict[str, str]) -> 
             previous=number - 1 if number > 1 else None,
             next=number + 1 if number < len(result.trajectories) else None,
             style=templates.STYLE,
+            shown=shown,
         )
         (folder / f"{number}.html").write_text(page, encoding="utf-8")
         rows.append(

@@ -16,6 +16,7 @@ svg .title { font-weight: 600; font-size: 13px; } svg .tick { font-size: 11px; f
 svg .value { font-size: 10px; fill: #222; }
 table.nested { margin: 0; } table.nested td, table.nested th { border-color: #e3e3e3; padding: .1rem .35rem; text-align: left; }
 nav a { margin-right: 1rem; }
+img.shown { display: block; max-width: 100%; border: 1px solid #ccc; margin: .25rem 0; }
 """
 
 INDEX = """<!doctype html>
@@ -96,7 +97,7 @@ policy {{ "%.3f"|format(t.cost.policy_s) }} s, env {{ "%.3f"|format(t.cost.env_s
 </table>
 <h2>Prompt</h2>
 {% for m in prompt %}<details class="message"{% if m.role == "system" or m.text|length < 2000 %} open{% endif %}><summary class="role">{{ m.role }}
-({{ m.text|length }} characters)</summary><pre>{{ m.text }}</pre></details>{% endfor %}
+({{ m.text|length }} characters)</summary><pre>{{ m.text }}</pre>{{ shown(m) }}</details>{% endfor %}
 <h2>Tools offered</h2>
 {% for tool in t.tools %}{% set f = tool.function or tool %}<details class="tool spec" open><summary><code>{{ f.name }}</code> — {{ f.description }}</summary>
 <pre>{{ f.parameters|schema }}</pre></details>{% else %}<p id="no-tools">none: the model was offered no tools (or the trajectory predates their recording)</p>{% endfor %}
@@ -104,7 +105,7 @@ policy {{ "%.3f"|format(t.cost.policy_s) }} s, env {{ "%.3f"|format(t.cost.env_s
 <h2>Turn {{ loop.index }}</h2>
 <div class="message"><span class="role">assistant</span><pre>{{ turn.step.action }}</pre></div>
 {% for call in turn.calls %}<div class="tool call"><span class="role">tool call</span> <code>{{ call.name }}</code><pre>{{ call.arguments|tojson }}</pre></div>{% endfor %}
-{% for m in turn.observation %}<div class="message {{ 'tool' if m.role == 'tool' else '' }}"><span class="role">{{ m.role }}{% if m.name %} · {{ m.name }}{% endif %}</span><pre>{{ m.text }}</pre></div>{% endfor %}
+{% for m in turn.observation %}<div class="message {{ 'tool' if m.role == 'tool' else '' }}"><span class="role">{{ m.role }}{% if m.name %} · {{ m.name }}{% endif %}</span><pre>{{ m.text }}</pre>{{ shown(m) }}</div>{% endfor %}
 <p class="reward">reward {{ "%.3f"|format(turn.step.reward) }}{% if turn.step.terminated %} · terminated{% endif %}{% if turn.step.truncated %} · truncated{% endif %}{% if turn.step.finish_reason == "length" %} · <span class="truncated cut">cut at max_tokens</span>{% endif %}
 · signals: {% for key, value in turn.step.signals.items() %}{{ key }}={{ value }}{% if not loop.last %}, {% endif %}{% endfor %}</p>
 </section>{% endfor %}
