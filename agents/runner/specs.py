@@ -19,6 +19,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from gfcr.core import Task
 from gfcr.core.episode import EnvConfig, EpisodeSpec
 from gfcr.errors import ConfigError, UnknownNameError
 from gfcr.registry import env_class, list_envs
@@ -55,7 +56,9 @@ def episodes_for_env(
     `skip` leaves out the first tasks of the order and `pool` keeps only that many after them, so
     that one seed splits an env's tasks: a training pool (`pool=N`) and a held-out set
     (`skip=N`), which never share a task — nor a prompt: a task whose prompt is also a skipped
-    task's (procedural generators repeat questions) is left out of the held-out set too.
+    task's (procedural generators repeat questions) is left out of the held-out set too. A prompt
+    that shows an image is the question and the image (`Task.metadata["image_key"]`): one question
+    about other pictures is another prompt.
 
     >>> train = episodes_for_env("gfcr/Math-v0", 40, kwargs={"split": "AIME2024"}, pool=20)
     >>> held_out = episodes_for_env("gfcr/Math-v0", 10, kwargs={"split": "AIME2024"}, skip=20)
@@ -70,8 +73,8 @@ def episodes_for_env(
     order = list(range(len(tasks)))
     random.Random(seed).shuffle(order)
     env.close()
-    seen = {tasks[i].prompt for i in order[:skip]}
-    order = [i for i in order[skip:] if not seen or tasks[i].prompt not in seen][:pool]
+    seen = {_shown(tasks[i]) for i in order[:skip]}
+    order = [i for i in order[skip:] if not seen or _shown(tasks[i]) not in seen][:pool]
     if not order:
         raise ConfigError(
             f"{env_id} has {len(tasks)} tasks: none is left after skipping {skip} (and their prompts); "
@@ -81,6 +84,11 @@ def episodes_for_env(
         EpisodeSpec(config, tasks[order[i % len(order)]].id, seed + i, sample=i // len(order))
         for i in range(num_episodes)
     ]
+
+
+def _shown(task: Task) -> tuple[str, Any]:
+    """What a task's prompt shows: its text, and the identity of its image where it shows one."""
+    return task.prompt, task.metadata.get("image_key")
 
 
 def episodes_for_suite(suite: Suite, k: int = 1, *, seed: int = 0) -> list[EpisodeSpec]:

@@ -12,7 +12,9 @@ class Task:
 
     `id` is unique within its env and stable across releases (`options={"task_id": id}` picks it);
     `gold` is whatever the env's verifier compares against (an answer, tests, gold SQL …);
-    `source` names the dataset it came from, `metadata` holds the rest (level, category …).
+    `source` names the dataset it came from, `metadata` holds the rest (level, category …). A task
+    whose prompt shows an image names it in `metadata["image_key"]` (a scene's seed, a file path):
+    two tasks with one question and other images are two prompts (held-out splits keep them apart).
 
     >>> Task(id="mmath/0", prompt="What is 1+1?", gold="2", source="mmath").id
     'mmath/0'
