@@ -17,12 +17,20 @@ for the same prompt in place of one failure, so the group carries a signal.
 
 The runner's Replay hook: `Runner(policy, replay=ReplayBuffer(...))` calls `store` on each
 finished trajectory.
+
+Images: a row refers to its trajectory's images by hash (as a JSONL line does), and their bytes
+are kept once each in an `ImageStore` folder: `images/` beside a SQLite file (shared with the
+run's JSONL files there), a temporary folder for an in-memory database, `ReplayConfig.images`
+for a server database (PostgreSQL), which needs one to store episodes with images.
 """
 
 from __future__ import annotations
 
 import copy
+import shutil
+import tempfile
 import time
+import weakref
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,10 +53,10 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from gfcr.core import Trajectory, solved
+from gfcr.core import ImageStore, Trajectory, solved
 from gfcr.errors import ConfigError, StorageError, UnknownNameError
 from gfcr.filter.signals import response_length
-from gfcr.storage import open_database
+from gfcr.storage import database_url, open_database
 
 T = TypeVar("T")
 STORE_RULES = ("all", "correct")
@@ -114,6 +122,9 @@ class ReplayConfig:
     max_per_task: int | None = None  # keep only the newest N per task
     max_age_s: float | None = None  # evict what was stored longer ago than this
     max_staleness: int | None = None  # evict what is more than N policy versions behind
+    # folder of the stored trajectories' images (None: images/ beside a SQLite file, a temporary
+    # folder for an in-memory one; a server database needs one to store episodes with images)
+    images: str | None = None
 
     def __post_init__(self) -> None:
         if self.store_rule not in STORE_RULES:
@@ -144,6 +155,20 @@ class ReplayBuffer:
             config = ReplayConfig() if config is None else ReplayConfig(url=str(config))
         self.config = config
         self.engine = open_database(config.url, metadata)
+        self.images = self._image_store(config)
+
+    def _image_store(self, config: ReplayConfig) -> ImageStore | None:
+        """Where stored trajectories' images go (see the module docstring); None: nowhere yet."""
+        if config.images is not None:
+            return ImageStore(config.images)
+        url = database_url(config.url)
+        if url in ("sqlite://", "sqlite:///:memory:"):
+            folder = tempfile.mkdtemp(prefix="gfcr-replay-images-")
+            weakref.finalize(self, shutil.rmtree, folder, True)  # it lives as long as the database
+            return ImageStore(folder)
+        if url.startswith("sqlite:///"):
+            return ImageStore(Path(url.removeprefix("sqlite:///")).parent / "images")
+        return None
 
     # -- store -----------------------------------------------------------------------------------
 
@@ -172,6 +197,13 @@ class ReplayBuffer:
         return solved(trajectory.reward, self.config.success_at)  # the judged reward, as training saw it
 
     def _row(self, trajectory: Trajectory) -> dict[str, Any]:
+        if images := trajectory.images:  # the bytes first: a stored row never refers to a missing image
+            if self.images is None:
+                raise ConfigError(
+                    f"replay buffer {self.config.url!r} is a server database and trajectory {trajectory.id} "
+                    "holds images: give ReplayConfig(images=FOLDER), a folder every reader of the buffer sees"
+                )
+            self.images.put_all(images)
         version = trajectory.provenance.policy_version
         return {
             "id": trajectory.id,
@@ -207,7 +239,8 @@ class ReplayBuffer:
         limit = DIVERSE_POOL if rule == "diverse" else n
         query = query.order_by(table.c.stored_at.desc(), table.c.id).limit(limit)
         found = [
-            Trajectory.from_json(data) for data in self._read(lambda c: c.execute(query).scalars().all())
+            Trajectory.from_json(data, self.images)
+            for data in self._read(lambda c: c.execute(query).scalars().all())
         ]
         return _farthest_first(found, n) if rule == "diverse" else found
 
@@ -319,7 +352,8 @@ class ReplayBuffer:
 
     def state_dict(self) -> dict[str, Any]:
         """Every stored row, provenance and storage times included, as plain data (a checkpoint's
-        part): a buffer that loads it samples, rescues and evicts as this one would.
+        part): a buffer that loads it samples, rescues and evicts as this one would. Rows refer to
+        images by hash; `images` names the folder holding them (copied by `load_state_dict`).
 
         >>> from gfcr.core import Step
         >>> buffer = ReplayBuffer(ReplayConfig(url="sqlite://"))
@@ -332,11 +366,17 @@ class ReplayBuffer:
         query = select(table).order_by(table.c.stored_at, table.c.id)
         rows = self._read(lambda c: c.execute(query).mappings().all())
         # str(): SQLAlchemy's column names are a str subclass; the state holds plain data only
-        return {"rows": [{str(k): v for k, v in row.items()} for row in rows]}
+        rows_data = [{str(k): v for k, v in row.items()} for row in rows]
+        return {"rows": rows_data, "images": str(self.images.root) if self.images else None}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Hold exactly the rows of `state` (what was stored is replaced), in one transaction."""
+        """Hold exactly the rows of `state` (what was stored is replaced), in one transaction; the
+        images of another buffer's state are copied from its folder into this one's."""
         rows = [dict(row) for row in state["rows"]]
+        if state.get("images") and self.images is not None:
+            source = ImageStore(state["images"])
+            for row in rows:  # each image read from the state's folder only where this one lacks it
+                self.images.put_all(Trajectory.from_json(row["data"], source).images)
 
         def replace(conn: Connection) -> None:
             conn.execute(delete(table))

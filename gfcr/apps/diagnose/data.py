@@ -195,4 +195,8 @@ def read_replay(path: Path) -> list[StoredSample]:
         rows = buffer.state_dict()["rows"]
     finally:
         buffer.close()
-    return [StoredSample(Trajectory.from_json(row["data"]), float(row["stored_at"])) for row in rows]
+    # images by hash, read from the images/ folder beside the file when a criterion looks at one
+    return [
+        StoredSample(Trajectory.from_json(row["data"], buffer.images), float(row["stored_at"]))
+        for row in rows
+    ]
