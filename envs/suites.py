@@ -46,6 +46,7 @@ def smoke() -> Suite:
             "gfcr/Browser-v0", {"dataset": ["click-test", "enter-text", "login-user"], "num_seeds": 1}
         ),
         SuiteEntry("gfcr/Browser-v0", {"dataset": "apps"}, num_tasks=3),
+        SuiteEntry("gfcr/Vision-v0", {}, num_tasks=8),  # spread evenly: every kind, several levels
     ]
     return Suite("smoke", "A few tasks of each env family that exists, for a quick check.", tuple(families))
 

@@ -54,6 +54,7 @@ BUILTIN_ENVS: dict[str, str] = {
     "gfcr/ToolUse-v0": "gfcr.envs.tooluse.env:ToolUseEnv",
     "gfcr/SWE-v0": "gfcr.envs.swe.env:SWEEnv",
     "gfcr/Remote-v0": "gfcr.envs.remote.env:RemoteEnv",
+    "gfcr/Vision-v0": "gfcr.envs.vision.env:VisionEnv",
 }
 _registered: set[str] = set()
 

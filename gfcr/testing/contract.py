@@ -24,11 +24,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from gymnasium.utils.env_checker import check_env as gymnasium_check_env
+from gymnasium.utils.env_checker import data_equivalence
 
 from gfcr.agents import OraclePolicy, RandomPolicy
 from gfcr.agents.runner.rollout import rollout
 from gfcr.core import Action, Task, ToolCall
+from gfcr.envs.spaces import observation_text
 from gfcr.errors import GfcrError, UnknownNameError
 
 HOSTILE_TEXT = (
@@ -108,6 +111,33 @@ def _require(condition: bool, message: str) -> None:
         raise ContractViolation(message)
 
 
+def check_observation(env: gym.Env, obs: Any, where: str = "") -> str:
+    """`obs` fits the env's observation space; returns its text. A text env's observation is text;
+    a `text_and_image` env's (a `Dict` space) is `{"text": str, "image": (H, W, 3) uint8 array}`."""
+    space = env.observation_space
+    if not isinstance(space, gym.spaces.Dict):
+        _require(
+            isinstance(obs, str) and space.contains(obs),
+            f"observation must be text in observation_space{where}, got {_short(obs)}",
+        )
+        return obs
+    _require(
+        isinstance(obs, dict) and set(obs) == {"text", "image"},
+        f"observation must be a dict of 'text' and 'image'{where}, got {_short(obs)}",
+    )
+    text, image, shape = obs["text"], obs["image"], space["image"].shape
+    _require(
+        isinstance(text, str) and space["text"].contains(text),
+        f"observation['text'] must be text in observation_space{where}, got {_short(text)}",
+    )
+    _require(
+        isinstance(image, np.ndarray) and image.shape == shape and image.dtype == np.uint8,
+        f"observation['image'] must be a {shape} uint8 array{where}, got "
+        f"{getattr(image, 'shape', type(image).__name__)} {getattr(image, 'dtype', '')}",
+    )
+    return text
+
+
 # -- checks on one env instance ------------------------------------------------------------------
 
 
@@ -116,10 +146,7 @@ def check_step_result(env: gym.Env, result: Any, action: Any = None) -> None:
     where = f" after action {_short(action)}"
     _require(isinstance(result, tuple) and len(result) == 5, f"step must return a 5-tuple{where}")
     obs, reward, terminated, truncated, info = result
-    _require(
-        isinstance(obs, str) and env.observation_space.contains(obs),
-        f"observation must be text in observation_space{where}, got {_short(obs)}",
-    )
+    text = check_observation(env, obs, where)
     _require(isinstance(reward, float), f"reward must be a float{where}, got {type(reward).__name__}")
     _require(
         isinstance(terminated, bool) and isinstance(truncated, bool),
@@ -130,7 +157,7 @@ def check_step_result(env: gym.Env, result: Any, action: Any = None) -> None:
     check_signals_declared(env, signals, action)
     for message in info.get("messages", []):
         _require(
-            message.text == obs or message.role == "tool",
+            message.text == text or message.role == "tool",
             f"info['messages'] must repeat the observation (or be tool results){where}",
         )
 
@@ -175,7 +202,7 @@ def check_malformed_action(env: gym.Env, action: Any) -> None:
     if not isinstance(action, Action):
         _require(info["signals"].get("format_ok") is False, f"format_ok must be False after {_short(action)}")
         _require(
-            obs.startswith("Invalid action"),
+            observation_text(obs).startswith("Invalid action"),
             f"observation after {_short(action)} must start with 'Invalid action', got {_short(obs)}",
         )
 
@@ -204,7 +231,7 @@ def check_seeding(env: gym.Env) -> None:
     first, info = env.reset(seed=123)
     second, again = env.reset(seed=123)
     _require(
-        first == second and info.get("task") == again.get("task"),
+        data_equivalence(first, second) and info.get("task") == again.get("task"),
         "reset(seed=123) twice gave different prompts or tasks",
     )
     _require(
@@ -212,11 +239,14 @@ def check_seeding(env: gym.Env) -> None:
         f"reset's info must hold 'task', 'messages' and 'tools', got {sorted(info)}",
     )
     _require(isinstance(info["task"], Task), "info['task'] must be a gfcr.core.Task")
-    _require(info["messages"][-1].content == first, "info['messages'] must end with the prompt")
+    _require(
+        info["messages"][-1].text == check_observation(env, first),
+        "info['messages'] must end with the prompt",
+    )
     task_id = info["task"].id
     obs, picked = env.reset(options={"task_id": task_id})
     _require(
-        picked["task"].id == task_id and obs == first,
+        picked["task"].id == task_id and data_equivalence(obs, first),
         f"reset(options={{'task_id': {task_id!r}}}) did not give that task's prompt",
     )
     try:
@@ -243,7 +273,7 @@ def check_step_after_end(env: gym.Env, *, max_steps: int = 1_000) -> None:
         raise ContractViolation(f"the episode did not end within {max_steps} steps of 'no answer'")
     obs, reward, terminated, *_ = env.step("again")
     _require(
-        "reset()" in obs and reward == 0.0 and terminated,
+        "reset()" in observation_text(obs) and reward == 0.0 and terminated,
         f"a step after the end must say to call reset(), earn 0.0, terminate; got {_short(obs)}",
     )
 
@@ -265,8 +295,8 @@ def check_gymnasium(env_id: str, kwargs: Mapping[str, Any] | None = None) -> Non
 
 
 def check_vector_modes(env_id: str, kwargs: Mapping[str, Any] | None = None, *, num_envs: int = 4) -> None:
-    """`make_vec` in "sync" and "async" mode give equal results (text survives shared memory)."""
-    results = {}
+    """`make_vec` in "sync" and "async" mode give equal results (text and images survive shared memory)."""
+    results, images = {}, {}
     for mode in ("sync", "async"):
         envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode, **(kwargs or {}))
         try:
@@ -275,19 +305,28 @@ def check_vector_modes(env_id: str, kwargs: Mapping[str, Any] | None = None, *, 
                 all(isinstance(t, Task) for t in infos["task"]), f"{mode} mode: info['task'] lost its Tasks"
             )
             step = envs.step(VECTOR_ACTIONS[:num_envs])
-            results[mode] = (observations, step[0], step[1].tolist(), step[2].tolist(), step[3].tolist())
+            (texts, shown), (step_texts, step_shown) = _vector_parts(observations), _vector_parts(step[0])
+            results[mode] = (texts, step_texts, step[1].tolist(), step[2].tolist(), step[3].tolist())
+            images[mode] = (shown, step_shown)
             task_ids = [task.id for task in infos["task"]]
         finally:
             envs.close()
     if results["sync"] != results["async"]:
         where = _first_difference(results["sync"], results["async"], task_ids)
         raise ContractViolation(f"sync and async vector envs disagree on the same actions: {where}")
+    _require(
+        data_equivalence(images["sync"], images["async"]),
+        "sync and async vector envs show different images on the same actions",
+    )
     observations = results["sync"][0]
     _require(all(isinstance(o, str) and o for o in observations), "a vector env gave an empty observation")
     single = gym.make(env_id, **(kwargs or {}))
     try:
+        first = single.reset(seed=42)[0]
+        shown = images["sync"][0]
         _require(
-            observations[0] == single.reset(seed=42)[0],
+            observations[0] == observation_text(first)
+            and (shown is None or data_equivalence(shown[0], first["image"])),
             "a vector env's first observation differs from a single env's reset(seed=42)",
         )
     finally:
@@ -306,7 +345,10 @@ def check_pickling(env_id: str, kwargs: Mapping[str, Any] | None = None) -> None
                 "task source's build function) cannot be pickled: build tasks with a module-level "
                 "function or functools.partial (see docs/add-your-own-environment.md)"
             ) from e
-        _require(copy.reset(seed=7)[0] == env.unwrapped.reset(seed=7)[0], "a pickled copy resets differently")
+        _require(
+            data_equivalence(copy.reset(seed=7)[0], env.unwrapped.reset(seed=7)[0]),
+            "a pickled copy resets differently",
+        )
         copy.close()
     finally:
         env.close()
@@ -419,6 +461,14 @@ def _timed(report: ContractReport, name: str, check: Callable[[], Any]) -> Any:
         CheckResult(name, "passed", value if isinstance(value, str) else "", time.perf_counter() - started)
     )
     return value
+
+
+def _vector_parts(observations: Any) -> tuple[tuple[str, ...], np.ndarray | None]:
+    """A vector env's observations as their texts and, for `text_and_image` envs, their images
+    (num_envs, H, W, 3); None for text envs."""
+    if isinstance(observations, dict):
+        return tuple(observations["text"]), np.asarray(observations["image"])
+    return tuple(observations), None
 
 
 def _first_difference(sync: tuple[Any, ...], async_: tuple[Any, ...], task_ids: list[str]) -> str:
