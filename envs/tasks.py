@@ -75,7 +75,7 @@ class TaskSource:
         """The task with this id; `UnknownNameError` with the nearest ids if none."""
         index = self.index_of(task_id)
         if index is None:
-            raise UnknownNameError("task id", task_id, self.ids()[:10_000], hint=f"source: {self.name}")
+            raise UnknownNameError("task id", task_id, self.ids(limit=10_000), hint=f"source: {self.name}")
         return self[index]
 
     def epochs(self, seed: int = 0) -> Iterator[str]:
@@ -96,9 +96,9 @@ class TaskSource:
             for index in rng.permutation(self._size):
                 yield self[int(index)].id
 
-    def ids(self) -> list[str]:
-        """Every task id, in index order (builds every task of a procedural source)."""
-        return [self[i].id for i in range(self._size)]
+    def ids(self, limit: int | None = None) -> list[str]:
+        """Every task id (the first `limit`), in index order (builds those tasks of a procedural source)."""
+        return [self[i].id for i in range(self._size if limit is None else min(limit, self._size))]
 
     @cached_property
     def _id_positions(self) -> dict[str, int]:

@@ -114,7 +114,7 @@ class SuiteEntry:
                         raise UnknownNameError(
                             "task id",
                             task_id,
-                            tasks.ids()[:10_000],
+                            tasks.ids(limit=10_000),
                             hint=f"in the suite entry for {self.env_id}",
                         )
                 return tuple(tasks.get(task_id) for task_id in self.tasks)
