@@ -1,7 +1,8 @@
 """An env that shows images, for the tests of images crossing wires and views (`test/Colour-v0`).
 
 Each task shows a square of one colour and asks its name; a wrong answer is shown a second picture
-(the square with a border) and may try once more. Its observation space is `text_and_image`, so
+(the square with a border) and may try once more, as is a call of the tool `look` (its result
+holds that picture). Its observation space is `text_and_image`, so
 resets and steps return `{"text", "image"}`, and every image travels in `info["messages"]`.
 Test modules import it by name (tests/ is on `sys.path`; the verifiers venv adds it itself).
 """
@@ -15,7 +16,7 @@ import gymnasium as gym
 from PIL import Image as PILImage
 from PIL import ImageDraw
 
-from gfcr.core import Action, Image, Message, Task
+from gfcr.core import Action, Image, Message, Task, ToolSpec
 from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.spaces import text_and_image
 from gfcr.envs.tasks import TaskSource
@@ -40,14 +41,24 @@ class ColourEnv(TextEnv):
 
     def __init__(self, render_mode: str | None = None) -> None:
         tasks = [Task(f"colour-{name}", "What colour is the square?", gold=name) for name in COLOURS]
-        super().__init__(TaskSource.from_tasks("colour", tasks), max_turns=2, render_mode=render_mode)
+        tools = [ToolSpec.from_function(self.look)]
+        super().__init__(
+            TaskSource.from_tasks("colour", tasks), tools=tools, max_turns=2, render_mode=render_mode
+        )
         self.observation_space = text_and_image(self.max_observation_chars, (SIZE[1], SIZE[0]))
 
     def prompt_images(self, task: Task) -> Sequence[Image]:
         return (square(str(task.gold)),)
 
+    def look(self) -> list[str | Image]:
+        """Look at the square again, more closely."""
+        assert self.task is not None
+        return ["The square, again:", square(str(self.task.gold), border=True)]
+
     def respond(self, action: Action) -> Outcome:
         assert self.task is not None
+        if action.tool_calls:
+            return self.run_tools(action)
         if action.text.strip().lower() == self.task.gold:
             return Outcome("Right.", 1.0, terminated=True, signals={"format_ok": True, "correct": True})
         look = square(str(self.task.gold), border=True)

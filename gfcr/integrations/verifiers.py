@@ -3,13 +3,15 @@
 `load_environment(env_id, **kwargs)` returns a `verifiers.v1.Env` whose rollouts are gfcr episodes:
 
 - the taskset (`GfcrTaskset`) holds the env's tasks, one `GfcrTaskData` row each (prompt, gfcr
-  task id, the env's OpenAI tool schemas);
+  task id, the env's OpenAI tool schemas); a prompt that shows images is verifiers' messages with
+  OpenAI content parts (`image_url` parts holding `data:` URLs), a text prompt its text;
 - the harness (`GfcrHarness`) plays one episode per rollout, in process: it resets
   `gymnasium.make(env_id, **kwargs)` to the row's task, sends the conversation (and the tools)
   to the model through the rollout's interception endpoint — so verifiers records every model
   call, tokens included — and steps each reply through the env (native `tool_calls` or gfcr's
   text `<tool_call>` blocks, both as a `gfcr.core.Action`), appending the env's observation
-  messages (tool results as `tool` messages) until the env terminates or truncates;
+  messages (tool results as `tool` messages; images as `image_url` parts, so the model needs to
+  see images) until the env terminates or truncates;
 - the task (`GfcrTask`) scores with gfcr: its reward `gfcr_reward` replays the episode's actions
   through a fresh env reset to the task and sums gfcr's rewards; the episode's Filter signals
   and live reward are metrics (`signal/<name>`, `live_reward`, `turns`, `truncated`).
@@ -131,11 +133,11 @@ class GfcrTaskset(vf.Taskset[GfcrTask, GfcrTasksetConfig]):  # type: ignore[misc
                 task_id = tasks[index].id
                 _, info = env.reset(options={"task_id": task_id})
                 system = [m.text for m in info["messages"] if m.role == "system"]
-                user = [m.text for m in info["messages"] if m.role != "system"]
+                user = [m for m in info["messages"] if m.role != "system"]
                 data = GfcrTaskData(
                     id=task_id,
                     name=task_id,
-                    prompt="\n\n".join(user),
+                    prompt=_prompt(user),
                     system_prompt=system[0] if system else None,
                     env_id=config.env_id,
                     env_kwargs=config.env_kwargs,
@@ -311,6 +313,14 @@ def _make(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
 
     env_class(env_id)  # UnknownNameError naming the nearest ids
     return gym.make(env_id, **kwargs)
+
+
+def _prompt(messages: list[Message]) -> str | list[Json]:
+    """A task row's prompt: the messages' text, or where they show images the messages themselves
+    in OpenAI's format (verifiers' content parts: text, and `image_url` with a `data:` URL)."""
+    if any(m.images for m in messages):
+        return [m.to_openai() for m in messages]
+    return "\n\n".join(m.text for m in messages)
 
 
 def _tool_call(call: Any, index: int) -> ToolCall:

@@ -58,9 +58,12 @@ def test_the_bench_report_shows_each_messages_images_from_inside_the_report(tmp_
     moved = tmp_path / "moved"  # the report reads anywhere: its pages refer to files inside it
     shutil.move(tmp_path / "report", moved)
     for agent in ("scripted_oracle", "scripted_random"):
+        index = (moved / "episodes" / agent / "index.html").read_text()
+        pages = dict(
+            re.findall(r'<tr id="([^"]+)"><td><a href="(\d+\.html)">', index)
+        )  # trajectory id -> page
         for t in read_jsonl(moved / "trajectories" / f"{agent}.jsonl"):
-            number = {"colour-red": 1, "colour-green": 2, "colour-blue": 3}[t.task_id]
-            images = shown_images(moved / "episodes" / agent / f"{number}.html")
+            images = shown_images(moved / "episodes" / agent / pages[t.id])
             # the prompt's picture, then the second look's after each wrong answer
             assert [sha for _, sha in images] == [i.sha256[:12] for m in t.messages for i in m.images]
             assert all(
@@ -68,7 +71,7 @@ def test_the_bench_report_shows_each_messages_images_from_inside_the_report(tmp_
                 for path, _ in images
             )
     random_pages = (moved / "episodes" / "scripted_random").glob("*.html")
-    assert any(len(shown_images(page)) == 2 for page in random_pages)  # a second look was shown
+    assert any(len(shown_images(page)) >= 2 for page in random_pages)  # observations show pictures too
 
 
 def test_compare_pages_copy_the_images_they_show_into_their_folder(tmp_path):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 
 from gfcr.agents.runner.specs import task_specs
+from gfcr.core import Message
 from gfcr.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -21,8 +22,10 @@ def dataset(
 ) -> Dataset:
     """The prompts of an env's tasks (or a suite's) as a `datasets.Dataset` for `GRPOTrainer`.
 
-    Columns: `prompt` (the env's reset messages, OpenAI chat format), `task_id`, `env_id` and
-    `env_kwargs` (JSON of the `gymnasium.make` keywords). For an env, `n` tasks in a seeded order
+    Columns: `prompt` (the env's reset messages, OpenAI chat format: a prompt's images are
+    `image_url` parts holding `data:` URLs, which transformers' processors read; where any row shows
+    images every message's content is a list of parts, the one shape Arrow can store), `task_id`,
+    `env_id` and `env_kwargs` (JSON of the `gymnasium.make` keywords). For an env, `n` tasks in a seeded order
     (every task if None; `split=X` is the env keyword `split=X`); for a suite, its first `n` tasks.
 
     >>> rows = dataset("gfcr/ToolUse-v0", n=2, num_tasks=10)
@@ -44,7 +47,7 @@ def dataset(
         _, info = envs[spec.env.key].reset(options={"task_id": spec.task_id})
         rows.append(
             {
-                "prompt": [m.to_openai() for m in info["messages"]],
+                "prompt": info["messages"],  # made OpenAI's below, once every row is known
                 "task_id": info["task"].id,
                 "env_id": spec.env.env_id,
                 "env_kwargs": kwargs_json(spec.env.kwargs),
@@ -52,7 +55,22 @@ def dataset(
         )
     for env in envs.values():
         env.close()
+    as_parts = any(m.images for row in rows for m in row["prompt"])
+    for row in rows:
+        row["prompt"] = [openai_message(m, as_parts) for m in row["prompt"]]
     return Dataset.from_list(rows)
+
+
+def openai_message(message: Message, as_parts: bool = False) -> dict[str, Any]:
+    """`message` in OpenAI's chat format; with `as_parts`, plain text content as one text part.
+
+    >>> openai_message(Message("user", "hi"), as_parts=True)["content"]
+    [{'type': 'text', 'text': 'hi'}]
+    """
+    out = message.to_openai()
+    if as_parts and isinstance(out["content"], str):
+        out["content"] = [{"type": "text", "text": out["content"]}]
+    return out
 
 
 def kwargs_json(kwargs: dict[str, Any]) -> str:

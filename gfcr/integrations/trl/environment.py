@@ -2,7 +2,9 @@
 
 TRL generates and runs its own tool loop; each tool call is one `step` of the gfcr env and
 `get_reward()` is gfcr's verdict. Pass `reward_funcs=final_answer` so the model's last text answer
-is stepped too.
+is stepped too. A step whose messages show images answers TRL with its multimodal tool response
+(text and image parts, the images as PIL images: the form TRL collects for a vision-language
+model's processor); a text step answers with its text, as before.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import gymnasium as gym
 
 from gfcr.agents.runner import env_config
 from gfcr.agents.runner.episode import Episode
-from gfcr.core import Action, Completion, Request, ToolCall, Trajectory
+from gfcr.core import Action, Completion, Message, Request, ToolCall, Trajectory
+from gfcr.envs.spaces import observation_text
 from gfcr.errors import ConfigError
 from gfcr.integrations.trl.dataset import kwargs_json
 
@@ -57,14 +60,15 @@ class GfcrEnvironment:
         """Start the episode of `row["task_id"]` (the seed picks a task without one).
 
         Returns None when the row has a prompt (TRL renders it), else the env's prompt text, which
-        TRL appends to its placeholder user message.
+        TRL appends to its placeholder user message (a prompt's images reach TRL only in the
+        rows of `dataset(...)`, as OpenAI image parts).
         """
         self._check_row(row)
         task_id = row.get("task_id")
         started = time.perf_counter()
         obs, info = self._env.reset(options={"task_id": task_id} if task_id else None)
         self._episode = Episode(TRL_GENERATES, self.env_id, (obs, info), started=started)
-        return None if row.get("prompt") else obs
+        return None if row.get("prompt") else observation_text(obs)
 
     @property
     def trajectory(self) -> Trajectory | None:
@@ -93,7 +97,7 @@ class GfcrEnvironment:
                 "environment_factory(env_id, **env_kwargs) as the dataset was built"
             )
 
-    def _call_tool(self, name: str, arguments: dict[str, Any]) -> str:
+    def _call_tool(self, name: str, arguments: dict[str, Any]) -> str | list[dict[str, Any]]:
         """Step the env with one tool call; the observation (a tool result or error) goes to the model."""
         if self._episode is None:
             return f"Error: {name}() was called before reset(); no episode is running."
@@ -107,7 +111,7 @@ class GfcrEnvironment:
         if self._episode is not None and not self._episode.done:
             self._step(text)
 
-    def _step(self, action: str | Action) -> str:
+    def _step(self, action: str | Action) -> str | list[dict[str, Any]]:
         assert self._episode is not None  # callers check reset() was called
         started = time.perf_counter()
         obs, reward, terminated, truncated, info = self._env.step(action)
@@ -116,7 +120,33 @@ class GfcrEnvironment:
             Completion(action.text, action.tool_calls) if isinstance(action, Action) else Completion(action)
         )
         self._episode.record(completion, result, policy_s=0.0, env_s=time.perf_counter() - started)
-        return str(result[0])
+        return tool_response(info["messages"], observation_text(obs))
+
+
+def tool_response(messages: list[Message], text: str) -> str | list[dict[str, Any]]:
+    """What a tool method answers TRL: the step's observation `text`, or, where its `messages` show
+    images, TRL's multimodal tool response: their text and image parts in order.
+
+    >>> from PIL import Image as PILImage
+    >>> from gfcr.core import Image
+    >>> dot = Image.from_pil(PILImage.new("RGB", (1, 1)))
+    >>> tool_response([Message("tool", "42")], "42")
+    '42'
+    >>> [part["type"] for part in tool_response([Message("tool", ["zoomed:", dot])], "zoomed:")]
+    ['text', 'image']
+    """
+    if not any(m.images for m in messages):
+        return text
+    parts: list[dict[str, Any]] = []
+    for message in messages:
+        content = (message.content,) if isinstance(message.content, str) else message.content
+        for part in content:
+            parts.append(
+                {"type": "text", "text": part}
+                if isinstance(part, str)
+                else {"type": "image", "image": part.to_pil()}
+            )
+    return parts
 
 
 @dataclass
@@ -170,7 +200,7 @@ def environment_factory(env_id: str, **env_kwargs: Any) -> type[GfcrEnvironment]
     return cast(type[GfcrEnvironment], type(name, (GfcrEnvironment,), attributes))
 
 
-def _tool_method(function: dict[str, Any]) -> Callable[..., str]:
+def _tool_method(function: dict[str, Any]) -> Callable[..., str | list[dict[str, Any]]]:
     """A method that steps the env with a call of the tool `function` (an OpenAI function schema)."""
     name = function["name"]
     parameters = function.get("parameters") or {}
@@ -192,7 +222,7 @@ def _tool_method(function: dict[str, Any]) -> Callable[..., str]:
             description += f" (choices: {json.dumps(schema['enum'])})"
         arg_docs.append(f"    {key}: {description}")
 
-    def tool(self: GfcrEnvironment, **arguments: Any) -> str:
+    def tool(self: GfcrEnvironment, **arguments: Any) -> str | list[dict[str, Any]]:
         return self._call_tool(name, arguments)
 
     summary = " ".join(str(function.get("description") or f"Call the {name} tool.").split())

@@ -22,7 +22,16 @@ import gymnasium as gym
 from gfcr.agents.policies.hf import HFPolicy
 from gfcr.agents.runner import RunnerConfig, env_config
 from gfcr.agents.runner.episode import keeps_tokens
-from gfcr.core import EnvConfig, EpisodeSpec, Message, ReplaySink, SamplingParams, TokenPolicy, Trajectory
+from gfcr.core import (
+    EnvConfig,
+    EpisodeSpec,
+    Image,
+    Message,
+    ReplaySink,
+    SamplingParams,
+    TokenPolicy,
+    Trajectory,
+)
 from gfcr.core.policy import Policy
 from gfcr.errors import ConfigError
 from gfcr.generate import TREE_ESTIMATORS, group_by_task, token_tree_advantages
@@ -181,9 +190,11 @@ class GfcrRollout:
 
     def _policy(self, trainer: Any) -> Policy:
         if self.policy is None:
-            tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
+            processing = trainer.processing_class  # a tokenizer, or a vision-language model's processor
+            tokenizer = getattr(processing, "tokenizer", processing)
+            processor = processing if getattr(processing, "image_processor", None) is not None else None
             model = trainer.accelerator.unwrap_model(trainer.model)
-            self.policy = HFPolicy.from_model(model, tokenizer, name="hf:trl")
+            self.policy = HFPolicy.from_model(model, tokenizer, name="hf:trl", processor=processor)
         if not keeps_tokens(type(self.policy)):
             raise ConfigError(
                 f"rollout_func needs a policy that keeps token ids (hf:, vllm:); {self.policy.name} does not"
@@ -268,7 +279,10 @@ def rollout_func(
     `estimator` is the tree's ("treerl" or "treerpo"; None: the recipe's `[loss] estimator`, else
     "treerl").
 
-    Extra fields for reward functions: `gfcr_reward`, `gfcr_signals`, `task_id`, `trajectory_id`.
+    Extra fields for reward functions: `gfcr_reward`, `gfcr_signals`, `task_id`, `trajectory_id`;
+    and where the episodes show a vision-language policy images (a trainer whose `processing_class`
+    is a processor), `gfcr_images`: each completion's images (`gfcr.core.Image`), in the order of
+    their placeholder runs in `prompt_ids + completion_ids`, for the model's forward pass.
 
     >>> f = rollout_func("gfcr/ToolUse-v0", num_tasks=10)
     >>> [c.env_id for c in f.envs.values()], f.config.control.selector
@@ -394,9 +408,11 @@ def trl_fields(
 ) -> dict[str, list[Any]]:
     """TRL's rollout fields from trajectories' token data, with each episode's judged `reward`
     (None: the env's); an episode that failed before the policy spoke gets its prompt's ids, one
-    end-of-turn token masked out, and reward None."""
+    end-of-turn token masked out, and reward None. Where any episode's ids show images, each
+    completion's images too (`gfcr_images`, in placeholder order; text-only batches have none)."""
     keys = ("prompt_ids", "completion_ids", "logprobs", "env_mask", "gfcr_reward", "gfcr_signals")
     out: dict[str, list[Any]] = {key: [] for key in (*keys, "task_id", "trajectory_id")}
+    images: list[list[Image]] = []  # each completion's, in placeholder order
     for trajectory, prompt in zip(trajectories, prompts, strict=True):
         tokens = trajectory.tokens
         spoke = _spoke(trajectory)
@@ -405,6 +421,7 @@ def trl_fields(
             out["completion_ids"].append(list(tokens.completion_ids))
             out["logprobs"].append(list(tokens.logprobs))
             out["env_mask"].append(list(tokens.loss_mask))
+            images.append(list(tokens.images))
         else:
             messages = (
                 [Message.from_dict(m) for m in prompt]
@@ -417,11 +434,15 @@ def trl_fields(
             out["completion_ids"].append([eos_id])
             out["logprobs"].append([0.0])
             out["env_mask"].append([0])
+            sees = getattr(policy, "sees_images", False)  # the prompt's ids hold its images' placeholders
+            images.append([image for m in messages for image in m.images] if sees else [])
         judged = reward(trajectory) if reward is not None else trajectory.total_reward
         out["gfcr_reward"].append(judged if spoke else None)
         out["gfcr_signals"].append(dict(trajectory.signals))
         out["task_id"].append(trajectory.task_id)
         out["trajectory_id"].append(trajectory.id)
+    if any(images):
+        out["gfcr_images"] = images
     return out
 
 
