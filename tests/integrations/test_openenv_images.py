@@ -104,3 +104,26 @@ def test_the_typed_client_reads_pixels_and_images(colour_url):
     )
     assert np.array_equal(wrong.observation.image, local.step("red")[0]["image"])
     assert wrong.observation.messages[0].images == (square("green", border=True),)
+
+
+def test_gfcr_serve_env_serves_vision_v0_and_the_remote_env_plays_it_as_the_local_env(serve_env, tmp_path):
+    """`gfcr serve-env gfcr/Vision-v0 --send-gold`, as a user starts it: a zoom turn's picture and the
+    observation pixels come back as the local env gives them, and the oracle solves it over the wire."""
+    task, zoom = (
+        "vision/chart/2/5",
+        '<tool_call>{"name": "zoom", "arguments": {"x": 0, "y": 0, "w": 96, "h": 96}}</tool_call>',
+    )
+    with serve_env("gfcr/Vision-v0", "--send-gold") as (url, _):
+        remote, local = gym.make("gfcr/Remote-v0", url=url), gym.make("gfcr/Vision-v0")
+        assert remote.observation_space == local.observation_space
+        (r_obs, r_info), (l_obs, l_info) = (env.reset(options={"task_id": task}) for env in (remote, local))
+        assert r_obs["text"] == l_obs["text"] and np.array_equal(r_obs["image"], l_obs["image"])
+        assert r_info["messages"] == l_info["messages"] and r_info["messages"][-1].images
+        r_step, l_step = remote.step(zoom), local.step(zoom)
+        assert np.array_equal(r_step[0]["image"], l_step[0]["image"]) and r_step[1:4] == l_step[1:4]
+        assert r_step[4]["messages"] == l_step[4]["messages"] and r_step[4]["messages"][0].images
+        remote.close()
+        spec = EpisodeSpec(env_config("gfcr/Remote-v0", {"url": url}), task)
+        Runner(make_policy("scripted:oracle")).run([spec], tmp_path / "oracle.jsonl")
+    (trajectory,) = read_jsonl(tmp_path / "oracle.jsonl")
+    assert trajectory.total_reward == 1.0 and trajectory.images == list(l_info["messages"][-1].images)
