@@ -4,6 +4,8 @@
 (58, 24)
 >>> len(browser_source("solvable", num_seeds=1)) == len(SOLVED_PAGES)
 True
+>>> browser_source("vision", num_seeds=1)[0].id
+'miniwob/click-color/0'
 >>> mixed = browser_source(["shop", "miniwob/click-test"], num_seeds=5)
 >>> len(mixed), mixed[4].id, mixed[5].id
 (25, 'miniwob/click-test/4', 'shop/0')
@@ -16,18 +18,19 @@ from collections.abc import Sequence
 
 from gfcr.envs.browser.apps import APPS
 from gfcr.envs.browser.miniwob import miniwob_pages, miniwob_source
-from gfcr.envs.browser.miniwob_oracle import SOLVED_PAGES
+from gfcr.envs.browser.miniwob_oracle import SCREENSHOT_PAGES, SOLVED_PAGES
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import UnknownNameError
 
-GROUPS = ("all", "miniwob", "solvable", "apps", "injection")
+GROUPS = ("all", "miniwob", "solvable", "vision", "apps", "injection")
 
 
 def browser_source(dataset: str | Sequence[str] = "all", num_seeds: int = 100) -> TaskSource:
     """Tasks named by `dataset`: "all", "miniwob", "solvable" (the MiniWoB pages that the scripted
-    oracle solves, `SOLVED_PAGES`), "apps", an app ("shop", "booking", "mail"), "injection" (the
-    apps' prompt-injection tasks, in neither "all" nor "apps"), a MiniWoB page ("click-test" or
-    "miniwob/click-test"), or a list of these.
+    oracle solves from the page text, `SOLVED_PAGES`), "vision" (the pages whose task is drawn,
+    which it solves where the env shows the screenshot, `SCREENSHOT_PAGES`), "apps", an app
+    ("shop", "booking", "mail"), "injection" (the apps' prompt-injection tasks, in neither "all"
+    nor "apps"), a MiniWoB page ("click-test" or "miniwob/click-test"), or a list of these.
 
     MiniWoB pages give `num_seeds` tasks each (`miniwob/<page>/<seed>`); apps their own tasks.
     """
@@ -39,6 +42,8 @@ def browser_source(dataset: str | Sequence[str] = "all", num_seeds: int = 100) -
             pages.extend(miniwob_pages())
         if name == "solvable":
             pages.extend(SOLVED_PAGES)
+        if name == "vision":
+            pages.extend(SCREENSHOT_PAGES)
         if name in ("all", "apps"):
             sources.extend(app_source(app) for app in APPS)
         if name == "injection":

@@ -2,13 +2,15 @@
 
 Each episode opens a fresh browser context on the task's page — a MiniWoB page or one of gfcr's
 apps, all served on loopback and confined to that origin. The observation is the goal and the
-page as accessibility-tree text whose elements carry stable references (`[ref=e5]`); the agent
-acts with function calls in its text, one or more per message — `click("e5")`, `fill("e6", "Ada")`,
-`select(ref, option)`, `press(key)`, `type(text)`, `hover(ref)`, `drag_and_drop(source, target)`,
-pointer actions at the screenshot's pixels (`mouse_click(x, y)`, `mouse_down`, `mouse_move`,
-`mouse_up`), `scroll(dx, dy)`, `goto(url)`, `back()`, `answer(text)`, `noop(ms)` — or with the same
-actions as native tool calls. `action_syntax="browsergym"` takes BrowserGym's action functions
-instead (`gfcr.envs.browser.browsergym_syntax`).
+page as accessibility-tree text whose elements carry stable references (`[ref=e5]`), or, for
+vision-language agents, the page as a screenshot, or both (`observation=`, see
+`gfcr.envs.browser.view`). The agent acts with function calls in its text, one or more per
+message — `click("e5")`, `fill("e6", "Ada")`, `select(ref, option)`, `press(key)`, `type(text)`,
+`hover(ref)`, `drag_and_drop(source, target)`, pointer actions at the screenshot's pixels
+(`mouse_click(x, y)`, `mouse_down`, `mouse_move`, `mouse_up`), `scroll(dx, dy)`, `goto(url)`,
+`back()`, `answer(text)`, `noop(ms)` — or with the same actions as native tool calls.
+`action_syntax="browsergym"` takes BrowserGym's action functions instead
+(`gfcr.envs.browser.browsergym_syntax`).
 
 Reward: MiniWoB's raw reward (its time-scaled one with `time_scaled=True`, which MiniWoB discounts
 by the share of `miniwob_time_limit_s` used) clipped to [0, 1], or the app's judgement of its
@@ -28,6 +30,9 @@ On the step that ends an episode (the site says it is over, `answer(...)`, or th
 dict — and the step's reward is judged from that record, so that `BrowserVerifier` re-judges a
 saved trajectory to the same reward with no browser.
 
+In the screenshot modes the observation is a `text_and_image` dict, `{"text": ..., "image": (600,
+800, 3) pixels}`, and each message that shows the page holds the screenshot as an image part.
+
 The browser starts on the first `reset()`, once per process; see docs/browser.md for examples.
 This module wires the parts into a `TextEnv`: the actions are `gfcr.envs.browser.actions` (and
 `browsergym_syntax`), the episode's tab and the calls on it `gfcr.envs.browser.episode`, the
@@ -40,7 +45,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
-from gfcr.core import Action, Message, Task, ToolCall, ToolSpec
+from gfcr.core import Action, Image, Message, Task, ToolCall, ToolSpec
 from gfcr.envs.base import DEFAULT_MAX_ACTION_CHARS, DEFAULT_MAX_OBSERVATION_CHARS, Outcome, TextEnv
 from gfcr.envs.browser.actions import (
     HOW_TO_ACT,
@@ -55,10 +60,12 @@ from gfcr.envs.browser.data import browser_source
 from gfcr.envs.browser.episode import BrowserEpisode
 from gfcr.envs.browser.site import Site, SiteJudgement
 from gfcr.envs.browser.sites import make_sites
-from gfcr.envs.browser.snapshot import PageView
+from gfcr.envs.browser.snapshot import URL, PageView
 from gfcr.envs.browser.tab import MAX_WAIT_MS, Tab
 from gfcr.envs.browser.verifier import episode_result
+from gfcr.envs.browser.view import OBSERVATIONS, SCREENSHOT_SHAPE, Showing, View, reading_note
 from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S
+from gfcr.envs.spaces import text_and_image
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import UnknownNameError
 
@@ -76,11 +83,13 @@ class BrowserEnv(TextEnv):
     """Web tasks in headless Chromium: MiniWoB pages and gfcr's shop, booking and mail apps.
 
     Keywords: `dataset` ("all", "miniwob", "solvable" (the MiniWoB pages with a scripted solver),
-    "apps", "shop", "booking", "mail", "injection" (the apps' prompt-injection tasks), a MiniWoB
-    page such as "click-test", or a list), `num_seeds` (episodes per MiniWoB page), `max_turns`,
-    `screenshot` (PNG bytes in `info["screenshot"]`), `set_of_marks` (the screenshot with each
-    element's ref drawn on it, and `info["marks"]`: ref -> (x, y, width, height) in its pixels),
-    `miniwob_time_limit_s`, `time_scaled`, `action_timeout_ms`,
+    "vision" (the MiniWoB pages whose task is drawn, solved from the screenshot), "apps", "shop",
+    "booking", "mail", "injection" (the apps' prompt-injection tasks), a MiniWoB page such as
+    "click-test", or a list), `num_seeds` (episodes per MiniWoB page), `max_turns`,
+    `observation` ("text", "screenshot": the page as a picture, its pixels the coordinates'
+    frame, or "both"), `screenshot` (PNG bytes in `info["screenshot"]`), `set_of_marks` (the
+    screenshot with each element's ref drawn on it, and `info["marks"]`: ref -> (x, y, width,
+    height) in its pixels), `miniwob_time_limit_s`, `time_scaled`, `action_timeout_ms`,
     `executable_path` and `headless` (the browser), `system_prompt`, `action_syntax` ("gfcr", or
     "browsergym" for BrowserGym's action functions).
     """
@@ -100,6 +109,7 @@ class BrowserEnv(TextEnv):
         *,
         num_seeds: int = 100,
         max_turns: int = 30,
+        observation: str = "text",
         screenshot: bool = False,
         set_of_marks: bool = False,
         miniwob_time_limit_s: float | None = None,
@@ -119,8 +129,12 @@ class BrowserEnv(TextEnv):
         tasks = tasks if tasks is not None else browser_source(dataset, num_seeds)
         if action_syntax not in SYNTAXES:
             raise UnknownNameError("action syntax", action_syntax, SYNTAXES)
-        make_tools, self.instructions = SYNTAXES[action_syntax]
-        self._episode = BrowserEpisode(action_timeout_ms, executable_path, headless)
+        if observation not in OBSERVATIONS:
+            raise UnknownNameError("observation", observation, OBSERVATIONS)
+        make_tools, instructions = SYNTAXES[action_syntax]
+        self.instructions = "\n".join(filter(None, (instructions, reading_note(observation, set_of_marks))))
+        showing = Showing.of(observation, set_of_marks, picture=screenshot)
+        self._episode = BrowserEpisode(action_timeout_ms, executable_path, headless, showing)
         weakref.finalize(self, self._episode.discard)  # an env dropped without close() frees its context
         super().__init__(
             tasks,
@@ -134,8 +148,12 @@ class BrowserEnv(TextEnv):
             render_mode=render_mode,
         )
         self.sites: dict[str, Site] = make_sites(miniwob_time_limit_s)
-        self.screenshot = screenshot or set_of_marks
+        self.observation = observation
+        if observation != "text":  # TextEnv is a gym.Env[str, str]: a Dict space is its image modes' own
+            self.observation_space = text_and_image(max_observation_chars, SCREENSHOT_SHAPE)  # type: ignore[assignment]
+        self.screenshot = screenshot or set_of_marks  # the picture in info too
         self.set_of_marks = set_of_marks
+        self._view: View | None = None  # the latest look at the page, until extra_info reads it
         self.time_scaled = time_scaled
         self.action_syntax = action_syntax
         self._signatures = {name: list(tool.parameters["properties"]) for name, tool in self.tools.items()}
@@ -148,7 +166,12 @@ class BrowserEnv(TextEnv):
 
     def render_prompt(self, task: Task) -> str:
         """The instructions, then the goal and the page `begin_episode` opened."""
-        return f"{self.instructions}\n\n{self._episode.first_page}"
+        page, _ = self._show(self._episode.first_page)
+        return f"{self.instructions}\n\n{page}"
+
+    def prompt_images(self, task: Task) -> tuple[Image, ...]:
+        """The first page's screenshot, in the screenshot modes."""
+        return self._show(self._episode.first_page)[1]
 
     def respond(self, action: Action) -> Outcome:
         """Run the action's calls in order on the page, then judge the episode and show the page."""
@@ -163,22 +186,32 @@ class BrowserEnv(TextEnv):
         try:
             if problems or not calls:
                 reason = "Invalid action: " + "; ".join(problems) if problems else HOW_TO_ACT
-                _, page = episode.look()
-                return Outcome(f"{reason}\n\n{page}", signals={"format_ok": False})
+                page, images = self._show(episode.look()[1])
+                return Outcome(f"{reason}\n\n{page}", signals={"format_ok": False}, images=images)
             results = self._perform(calls)
             if episode.error is not None:
                 return self._broken(episode.error)
-            judgement, page = episode.look()
+            judgement, view = episode.look()
             state = None
             if judgement.done or episode.answer is not None or self.turn >= self.max_turns:
                 state, judgement = episode.final_state()
         except Exception as e:  # a dead page or browser: end the episode, never the caller
             return self._broken(e)
-        return self._outcome(calls, results, judgement, page, bool(action.tool_calls), state)
+        return self._outcome(calls, results, judgement, view, bool(action.tool_calls), state)
 
     def extra_info(self) -> dict[str, Any]:
-        """The page's screenshot (and marks) after every reset and step, with `screenshot=True`."""
-        return self._episode.screenshot(self.set_of_marks) if self.screenshot else {}
+        """The page's screenshot (and marks) after every reset and step, with `screenshot=True`:
+        the picture the step's look at the page took, or a new one after a step that took none."""
+        view, self._view = self._view, None
+        if not self.screenshot:
+            return {}
+        if view is None or (view.image is None and view.error is None):
+            view = self._episode.picture()
+        if view is None:  # no page is open
+            return {}
+        if view.image is None:
+            return {"screenshot_error": view.error}
+        return {"screenshot": view.image.data} | ({} if view.marks is None else {"marks": view.marks})
 
     def end_episode(self) -> None:
         """The site forgets the episode (an app's session); the tab stays, for the next to recycle."""
@@ -198,12 +231,14 @@ class BrowserEnv(TextEnv):
         waits and reads the page again, `LOOKS_BEFORE_GIVING_UP` times, before it answers that it
         is stuck.
         """
-        latest = next((m.text for m in reversed(messages) if "\nPage:\n" in m.text), "")
+        latest = next((m for m in reversed(messages) if f"\n{URL}" in m.text), Message("user", ""))
+        page = PageView.parse(latest.text, screenshot=bool(latest.images))
         site = make_sites()[task.metadata["site"]]
         try:
-            actions = site.next_actions(task, PageView.parse(latest))
+            actions = site.next_actions(task, page)
         except SOLVER_MISSES as e:  # the page is not as the solver expects: it may still be settling
-            if _trailing_replies(messages, LOOK_AGAIN) < LOOKS_BEFORE_GIVING_UP:
+            settling = bool(page.root.children) or not page.screenshot  # not a page shown without text
+            if settling and _trailing_replies(messages, LOOK_AGAIN) < LOOKS_BEFORE_GIVING_UP:
                 return LOOK_AGAIN
             return format_call("answer", f"the scripted solver is stuck: {type(e).__name__}: {e}")
         return "\n".join(actions) or format_call("answer", "the scripted solver has no plan here")
@@ -230,15 +265,25 @@ class BrowserEnv(TextEnv):
                 break
         return results
 
+    def _show(self, view: View) -> tuple[str, tuple[Image, ...]]:
+        """The text and the images an observation shows of `view`, which `extra_info` reads next."""
+        self._view = view
+        if self.observation == "text":
+            return view.text, ()
+        if view.image is None:
+            return f"{view.text}\n({view.error})", ()
+        return view.text, (view.image,)
+
     def _outcome(
         self,
         calls: list[ToolCall],
         results: list[Message],
         judgement: SiteJudgement,
-        page: str,
+        view: View,
         native: bool,
         state: dict[str, Any] | None,
     ) -> Outcome:
+        page, images = self._show(view)
         done, reward, judged = episode_result(judgement, self._episode.answer is not None, self.time_scaled)
         ending = (
             f"The task is over: reward {reward:g} ({judgement.reason or 'no reason given'}).\n"
@@ -247,9 +292,7 @@ class BrowserEnv(TextEnv):
         )
         signals = {
             "format_ok": True,
-            "actions_ok": not any(
-                m.text.startswith(("Error:", "Skipped after the error")) for m in results
-            ),
+            "actions_ok": not any(m.text.startswith(("Error:", "Skipped after the error")) for m in results),
             **judged,
         }
         tail = f"{ending}\n{page}" if ending else f"\n{page}"
@@ -258,7 +301,7 @@ class BrowserEnv(TextEnv):
                 *results[:-1],
                 Message(
                     "tool",
-                    f"{results[-1].text}\n{tail}",
+                    [f"{results[-1].text}\n{tail}", *images],
                     tool_call_id=results[-1].tool_call_id,
                     name=results[-1].name,
                 ),
@@ -269,7 +312,8 @@ class BrowserEnv(TextEnv):
             f"{format_call(c.name, *c.arguments.values())}: {m.text}"
             for c, m in zip(calls, results, strict=True)
         ]
-        return Outcome("\n".join(lines) + "\n" + tail, reward, done, signals=signals, state=state)
+        observation = "\n".join(lines) + "\n" + tail
+        return Outcome(observation, reward, done, signals=signals, state=state, images=images)
 
     def _broken(self, error: Exception) -> Outcome:
         self._episode.discard()

@@ -11,11 +11,11 @@ faster than a new one; `discard` closes it. A browser failure during an action i
 
 Usage (it launches a browser, so it is not run as a doctest):
 
-    episode = BrowserEpisode(action_timeout_ms=5_000)
+    episode = BrowserEpisode(action_timeout_ms=5_000, showing=Showing(picture=True))
     episode.open(MiniwobSite(), task)
-    episode.first_page                                # the goal and the page, as text
+    episode.first_page                                # a View: the goal and the page as text, a screenshot
     episode.on_page(lambda tab: tab.click("e5"))
-    judgement, page = episode.look()
+    judgement, view = episode.look()
     episode.end()                                     # the tab stays, for the next open to recycle
     episode.discard(wait=True)                        # closes it
 """
@@ -25,15 +25,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from gfcr.core import Task
 from gfcr.envs.browser.host import BrowserHost, browser_host
-from gfcr.envs.browser.marks import capture
 from gfcr.envs.browser.server import loopback_server
 from gfcr.envs.browser.site import Site, SiteJudgement
-from gfcr.envs.browser.snapshot import render_page
 from gfcr.envs.browser.tab import MAX_WAIT_MS, Tab, fresh_tab
+from gfcr.envs.browser.view import TEXT, Showing, View, view_page
 from gfcr.errors import BrowserError, ToolError
 
 logger = logging.getLogger(__name__)
@@ -44,20 +44,26 @@ class BrowserEpisode:
     """The running episode of one env: its site, task and tab, and the blocking calls on them.
 
     `action_timeout_ms` is each browser action's own timeout (Playwright's); `executable_path` and
-    `headless` pick the browser (`gfcr.envs.browser.host.browser_host`).
+    `headless` pick the browser (`gfcr.envs.browser.host.browser_host`); `showing` what a look at
+    the page shows (`gfcr.envs.browser.view`).
     """
 
     def __init__(
-        self, action_timeout_ms: int, executable_path: str | None = None, headless: bool = True
+        self,
+        action_timeout_ms: int,
+        executable_path: str | None = None,
+        headless: bool = True,
+        showing: Showing = TEXT,
     ) -> None:
         self.action_timeout_ms = action_timeout_ms
         self.browser_settings = (executable_path, headless)
+        self.showing = showing
         self.host: BrowserHost | None = None
         self.site: Site | None = None
         self.task: Task | None = None
         self.tab: Tab | None = None
         self.goal = ""
-        self.first_page = ""  # the page's text as the episode opened: the goal first, then the page
+        self.first_page = View("")  # the page as the episode opened: the goal first, then the page
         self.answer: str | None = None  # the text of the agent's answer(...), which ends the task
         self.error: BrowserError | None = None
         self.wait_left_ms = MAX_WAIT_MS  # what noop may still wait in this step
@@ -118,16 +124,18 @@ class BrowserEpisode:
         host, site, task = self._started()
         return host.run(site.judge(self._open_tab(), task, self.answer), self.timeout_s())
 
-    def look(self) -> tuple[SiteJudgement, str]:
-        """The site's judgement now and the observation text of the page (with its notes first:
-        dialogs accepted, windows closed … since the last look)."""
+    def look(self) -> tuple[SiteJudgement, View]:
+        """The site's judgement now and the page as `showing` says, its text with the notes first
+        (dialogs accepted, windows closed … since the last look)."""
         host, site, task = self._started()
         tab = self._open_tab()
 
-        async def look() -> tuple[SiteJudgement, str]:
-            judgement, snapshot = await asyncio.gather(site.judge(tab, task, self.answer), tab.snapshot())
+        async def look() -> tuple[SiteJudgement, View]:
+            judgement, view = await asyncio.gather(
+                site.judge(tab, task, self.answer), view_page(tab, self.goal, self.showing)
+            )
             notes, tab.notes = tab.notes, []
-            return judgement, "\n".join([*notes, render_page(self.goal, tab.path, snapshot)])
+            return judgement, replace(view, text="\n".join([*notes, view.text]))
 
         return host.run(look(), self.timeout_s())
 
@@ -138,17 +146,16 @@ class BrowserEpisode:
         state = {"site": site.name, "answer": self.answer, "site_state": site_state}
         return state, site.judge_state(task, site_state, self.answer)
 
-    def screenshot(self, set_of_marks: bool = False) -> dict[str, Any]:
-        """`info` entries of the page as it is now: `screenshot` (PNG bytes) and, with
-        `set_of_marks`, the picture drawn over with the marks and `marks` (ref -> box); or
-        `screenshot_error` if taking it failed; none while no page is open."""
+    def picture(self) -> View | None:
+        """The page's screenshot now (marked as `showing` says), without its text; None while no
+        page is open. A failure to take it is in the view's `error`."""
         if (tab := self.tab) is None:
-            return {}
+            return None
+        showing = replace(self.showing, text=False, picture=True)
         try:
-            png, boxes = self._started()[0].run(capture(tab, set_of_marks), self.timeout_s())
+            return self._started()[0].run(view_page(tab, self.goal, showing), self.timeout_s())
         except Exception as e:  # a screenshot is extra: its failure must not fail the step
-            return {"screenshot_error": str(e)}
-        return {"screenshot": png} if boxes is None else {"screenshot": png, "marks": boxes}
+            return View("", error=str(e))
 
     def timeout_s(self, actions: int = 1) -> float:
         """A safety bound on one call to the browser: its actions' own timeouts, and a margin."""
@@ -161,16 +168,16 @@ class BrowserEpisode:
         if host is not self.host:  # another process's host (after a fork), or none yet
             self.discard()
         self.host, self.site, self.task = host, site, task
-        self.goal, self.first_page, self.answer, self.error = "", "", None, None  # none of the last's
+        self.goal, self.first_page, self.answer, self.error = "", View(""), None, None  # none of the last's
         self.goal, self.first_page = host.run(self._load(), self.timeout_s(4))
 
-    async def _load(self) -> tuple[str, str]:
-        """In a fresh tab, the task's first page: the goal the site gives, and the page's text."""
+    async def _load(self) -> tuple[str, View]:
+        """In a fresh tab, the task's first page: the goal the site gives, and the page shown."""
         host, site, task = self._started()
         browser, origin = await host.browser(), loopback_server().origin
         self.tab = await fresh_tab(browser, origin, self.action_timeout_ms, used=self.tab)
         goal = await site.open(self.tab, task)
-        return goal, render_page(goal, self.tab.path, await self.tab.snapshot())
+        return goal, await view_page(self.tab, goal, self.showing)
 
     def _started(self) -> tuple[BrowserHost, Site, Task]:
         """The browser host, the site and the task of the running episode; `ToolError` before any."""

@@ -68,11 +68,12 @@ def draw_marks(png: bytes, boxes: dict[str, Box]) -> bytes:
     image = Image.open(io.BytesIO(png)).convert("RGB")
     draw = ImageDraw.Draw(image)
     for ref, (x, y, width, height) in boxes.items():
-        draw.rectangle((x, y, x + width, y + height), outline=COLOR, width=2)
+        # the outline just outside the box and the label above it: a small element stays visible
+        draw.rectangle((x - 2, y - 2, x + width + 1, y + height + 1), outline=COLOR, width=2)
         label_width = 7 * len(ref) + 4
-        top = max(y - 12, 0)
-        draw.rectangle((x, top, x + label_width, top + 12), fill=COLOR)
-        draw.text((x + 2, top), ref, fill=(255, 255, 255))
+        top = max(y - 14, 0)
+        draw.rectangle((x - 2, top, x - 2 + label_width, top + 12), fill=COLOR)
+        draw.text((x, top), ref, fill=(255, 255, 255))
     out = io.BytesIO()
     image.save(out, format="PNG")
     return out.getvalue()

@@ -22,19 +22,23 @@ from __future__ import annotations
 
 import functools
 import secrets
+import weakref
 from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
 from gfcr.core import Task
+from gfcr.envs.browser.host import browser_host
+from gfcr.envs.browser.miniwob_oracle import SCREENSHOT_PAGES, plan_calls, plan_script
 from gfcr.envs.browser.miniwob_oracle import next_actions as miniwob_next_actions
-from gfcr.envs.browser.server import miniwob_html
+from gfcr.envs.browser.server import loopback_server, miniwob_html
 from gfcr.envs.browser.site import SiteJudgement
 from gfcr.envs.browser.snapshot import PageView
-from gfcr.envs.browser.tab import Tab
+from gfcr.envs.browser.tab import Tab, fresh_tab
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import UnknownNameError
 
+REPLICA_TIMEOUT_S = 30.0  # opening a page, starting it and reading it: well under a second idle
 NO_LIMIT_MS = 1_000_000_000  # about 11 days: "no timer" for setTimeout (which overflows past 2**31 ms)
 HIDE = "#reward-display, #click-canvas, #sync-task-cover { display: none !important; }"
 # One round trip starts the episode (seeded; no time limit unless one is set; MiniWoB's reward
@@ -178,7 +182,42 @@ class MiniwobSite:
         pass
 
     def next_actions(self, task: Task, page: PageView) -> list[str]:
-        return miniwob_next_actions(task.metadata["page"], page)
+        """The text solver's actions on `page`; on a page whose task is drawn, the screenshot
+        solver's plan where the observation showed the screenshot (no plan where it did not)."""
+        name = task.metadata["page"]
+        if name not in SCREENSHOT_PAGES:
+            return miniwob_next_actions(name, page)
+        return plan_calls(on_replica(task, plan_script(name))) if page.screenshot else []
+
+
+def on_replica(task: Task, script: str) -> Any:
+    """The value of `script` (a JavaScript function of no argument) on a replica of the task's page.
+
+    The replica is a tab of this process's browser, apart from every episode's, where the task's
+    page starts as its episode did: the same seed deals the same problem, laid out alike in the
+    same viewport. A scripted solver reads there what the page keeps in its DOM and scripts, and
+    tries what it likes, without touching the episode's page. It shows the page as it starts, so
+    it serves plans made in one message. The tab is kept for the next replica, which recycles it
+    (`fresh_tab`) as an episode does. `LookupError` if the script fails.
+    """
+    host = browser_host()
+
+    async def run() -> Any:
+        browser = await host.browser()
+        idle = _IDLE_REPLICAS.setdefault(browser, [])  # on the host's loop: one coroutine at a time
+        tab = await fresh_tab(browser, loopback_server().origin, 5_000, used=idle.pop() if idle else None)
+        try:
+            await MiniwobSite().open(tab, task)
+            return await tab.page.evaluate(script)
+        except Exception as e:  # the page is not as the solver expects
+            raise LookupError(f"the solver's script failed on a replica of {task.id}: {e}") from e
+        finally:
+            idle.append(tab)
+
+    return host.run(run(), REPLICA_TIMEOUT_S)
+
+
+_IDLE_REPLICAS: weakref.WeakKeyDictionary[Any, list[Tab]] = weakref.WeakKeyDictionary()  # browser -> tabs
 
 
 def page_path(task: Task) -> str:

@@ -26,12 +26,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 GOAL, URL, PAGE = "Goal: ", "URL: ", "Page:"
+IN_THE_SCREENSHOT = f"{PAGE} the screenshot"  # in place of the snapshot, where only a picture shows the page
 _KEY = re.compile(r'(?P<role>[^\s"\[]+)(?: "(?P<name>(?:[^"\\]|\\.)*)")?(?P<attrs>(?: \[[^\]]*\])*)')
 _ATTR = re.compile(r"\[([^\]=]+)(?:=([^\]]*))?\]")
 
 
-def render_page(goal: str, path: str, snapshot: str) -> str:
-    """The observation text of a page: goal, path and accessibility snapshot."""
+def render_page(goal: str, path: str, snapshot: str | None) -> str:
+    """The observation text of a page: goal, path and accessibility snapshot; without a snapshot
+    (a page shown only as a screenshot), a line that says so.
+
+    >>> print(render_page("Click it.", "/t", None))
+    Goal: Click it.
+    URL: /t
+    Page: the screenshot
+    """
+    if snapshot is None:
+        return f"{GOAL}{goal}\n{URL}{path}\n{IN_THE_SCREENSHOT}"
     return f"{GOAL}{goal}\n{URL}{path}\n{PAGE}\n{snapshot}"
 
 
@@ -86,19 +96,22 @@ class Node:
 
 @dataclass
 class PageView:
-    """An observation parsed back: the goal, the page's path, and the snapshot as a tree."""
+    """An observation parsed back: the goal, the page's path, the snapshot as a tree (empty where
+    only a screenshot showed the page), and whether the observation showed a screenshot."""
 
     goal: str
     path: str
     root: Node
+    screenshot: bool = False
 
     @classmethod
-    def parse(cls, observation: str) -> PageView:
-        """Read the last page shown in `observation` (text before its `Goal:` line is ignored)."""
+    def parse(cls, observation: str, screenshot: bool = False) -> PageView:
+        """Read the last page shown in `observation` (text before its `Goal:` line is ignored);
+        `screenshot`: the observation showed it as a picture too."""
         start = observation.rfind("\n" + GOAL) + 1
         head, _, snapshot = observation[start:].partition("\n" + PAGE + "\n")
         lines = dict(line.split(": ", 1) for line in head.splitlines() if ": " in line)
-        return cls(lines.get(GOAL[:-2], ""), lines.get(URL[:-2], ""), parse_snapshot(snapshot))
+        return cls(lines.get(GOAL[:-2], ""), lines.get(URL[:-2], ""), parse_snapshot(snapshot), screenshot)
 
     def find(self, role: str | None = None, name: str | None = None, text: str | None = None) -> Node | None:
         return self.root.find(role, name, text)

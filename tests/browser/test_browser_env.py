@@ -207,17 +207,16 @@ def test_a_dialog_is_accepted_and_reported(env):
 
 
 def test_screenshot_and_set_of_marks_come_in_info():
-    env = gym.make("gfcr/Browser-v0", dataset="click-test", num_seeds=1, set_of_marks=True)
+    marking = gym.make("gfcr/Browser-v0", dataset="click-test", num_seeds=1, set_of_marks=True)
+    plain = gym.make("gfcr/Browser-v0", dataset="click-test", num_seeds=1, screenshot=True)
     try:
-        _, info = env.reset(seed=0)
-        marked = info["screenshot"]
-        env.unwrapped.set_of_marks = False
-        _, info = env.reset(seed=0)
-        plain = info["screenshot"]
-        assert marked.startswith(b"\x89PNG") and plain.startswith(b"\x89PNG") and marked != plain
-        assert "screenshot" in env.step('click("e5")')[4]
+        marked, unmarked = (env.reset(seed=0)[1]["screenshot"] for env in (marking, plain))
+        assert marked.startswith(b"\x89PNG") and unmarked.startswith(b"\x89PNG") and marked != unmarked
+        assert "screenshot" in marking.step('click("e5")')[4]
+        assert isinstance(marking.step("")[0], str)  # still a text observation
     finally:
-        env.close()
+        marking.close()
+        plain.close()
 
 
 def test_miniwob_time_limit_ends_the_episode_with_a_failure():
