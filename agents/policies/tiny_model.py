@@ -213,6 +213,14 @@ def write_tiny_vision_model(
             tie_word_embeddings=True,
         )
     )
+    # transformers draws every linear weight at std 0.02 (initializer_range), which in a projector this
+    # small leaves the image tokens nearly alike (their spread across pictures ~1/10 of a token's norm):
+    # the language model cannot tell pictures apart until the projector has grown, and a demo stalls at
+    # chance for a thousand steps. At the usual fan-in scale (std 1/sqrt(fan_in)) pictures differ as
+    # words do, as they would after LLaVA's projector pre-training.
+    for layer in (model.model.multi_modal_projector.linear_1, model.model.multi_modal_projector.linear_2):
+        torch.nn.init.normal_(layer.weight, std=layer.in_features**-0.5)
+        torch.nn.init.zeros_(layer.bias)
     model.generation_config = GenerationConfig(
         eos_token_id=vocab["<|im_end|>"], pad_token_id=vocab["<|endoftext|>"], do_sample=True
     )
