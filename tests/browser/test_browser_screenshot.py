@@ -15,7 +15,7 @@ from PIL import ImageColor
 
 from gfcr.agents import OraclePolicy
 from gfcr.agents.runner.rollout import rollout
-from gfcr.core import Action, ToolCall, Trajectory, read_jsonl, write_jsonl
+from gfcr.core import Action, SamplingParams, ToolCall, Trajectory, read_jsonl, write_jsonl
 from gfcr.envs.browser import BrowserVerifier
 from gfcr.envs.browser.data import browser_source
 from gfcr.envs.browser.miniwob_oracle import SCREENSHOT_PAGES
@@ -208,3 +208,23 @@ def test_saved_screenshot_episodes_keep_their_images_and_are_judged_again(in_thr
         assert saved.images == original.images and saved.images[0].size == (800, 600)
         verdict = BrowserVerifier().verify(tasks.get(saved.task_id), saved)
         assert verdict.reward == saved.total_reward == 1.0 and verdict.signals["state_ok"]
+
+
+def test_a_vision_language_policy_is_shown_the_screenshots(tiny_vision_model):
+    """The tiny random VLM plays two turns: its token data holds the screenshots it was shown, in
+    order (the last step's is shown to no later turn), each expanded into its image tokens."""
+    from gfcr.agents.policies.hf import HFPolicy
+    from gfcr.agents.policies.tiny_model import IMAGE_TOKEN
+
+    vlm, two_turns = HFPolicy(tiny_vision_model), gymnasium_make(observation="screenshot", max_turns=2)
+    try:
+        sampling = SamplingParams(max_tokens=4)
+        trajectory = rollout(two_turns, vlm, env_id=ENV_ID, task_id="miniwob/click-test/0", sampling=sampling)
+    finally:
+        two_turns.close()
+    shown = [image for message in trajectory.messages for image in message.images]
+    assert trajectory.status == "ok" and len(shown) == 3 and shown[0].size == (800, 600)
+    assert trajectory.tokens is not None and trajectory.tokens.images == shown[:2]
+    placeholder = vlm.tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
+    ids = trajectory.tokens.prompt_ids + trajectory.tokens.completion_ids
+    assert ids.count(placeholder) == 16 * 2
