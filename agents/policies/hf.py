@@ -18,7 +18,8 @@ A vision-language model (a folder whose config has a `vision_config`, e.g. one w
 `gfcr tiny-model --vision`) is loaded with its processor (`gfcr.agents.policies.vision`): the
 policy `sees_images`, its prompt ids hold each image's placeholder run, and each row's images go
 into generation as pixel tensors. Rows with images do not share prefills (equal ids may stand for
-different pixels), and an image's hash is part of its sample's seed.
+different pixels), an image's hash is part of its sample's seed, and the image placeholder tokens
+are never sampled (a placeholder with no picture behind it would break the trainer's forward pass).
 """
 
 from __future__ import annotations
@@ -254,6 +255,7 @@ class HFPolicy(ChatTokens):
                 top_k=None,
                 eos_token_id=self.end_ids,
                 pad_token_id=self.pad_id,
+                suppress_tokens=self.chat.placeholder_ids if isinstance(self.chat, VisionChat) else None,
                 stopping_criteria=[_StopStrings(width, sampling.stop, self.chat.decode)],
                 output_logits=True,
                 return_dict_in_generate=True,

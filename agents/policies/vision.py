@@ -46,6 +46,10 @@ class VisionChat(ChatEncoder):
     def __init__(self, processor: Any, end_ids: Sequence[int] = ()) -> None:
         super().__init__(processor.tokenizer, end_ids)
         self.processor = processor
+        # the placeholder tokens (image, video): a policy must never sample one, or its ids would hold
+        # a placeholder with no picture behind it and the trainer's forward pass would not line up
+        tokens = [getattr(processor, name, None) for name in ("image_token", "video_token")]
+        self.placeholder_ids = sorted({self.tokenizer.convert_tokens_to_ids(t) for t in tokens if t})
 
     def encode(self, text: str, images: Sequence[Image] = ()) -> list[int]:
         if not images:

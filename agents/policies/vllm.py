@@ -73,6 +73,10 @@ class VLLMPolicy(ChatTokens):
             include_stop_str_in_output=True,  # the text stays exactly the decoded ids
             seed=sampling.seed,
             logprobs=self.entropy_top_k,  # the top-k and the sampled token's own logprob
+            # never an image placeholder: one with no picture behind it breaks the trainer's forward pass
+            logit_bias=dict.fromkeys(self.chat.placeholder_ids, -100.0)
+            if isinstance(self.chat, VisionChat)
+            else None,
         )
 
     def pixel_inputs(self, images: Sequence[Image]) -> dict[str, Any]:

@@ -61,3 +61,19 @@ def test_seeded_samples_of_one_question_about_two_images_draw_differently(vlm):
         (again,) = vlm.generate([_ask("red", seed, 1.0)])
         assert again.completion_ids == red.completion_ids  # reproducible
         assert red.completion_ids != blue.completion_ids  # the image is part of the sample's seed
+
+
+def test_a_policy_never_samples_an_image_placeholder(vlm):
+    """A placeholder with no picture behind it would not line up in the trainer's forward pass."""
+    placeholder = vlm.tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
+
+    def favour_the_placeholder(module, inputs, logits):
+        logits[..., placeholder] += 50.0  # the likeliest token by far
+        return logits
+
+    hook = vlm.model.lm_head.register_forward_hook(favour_the_placeholder)
+    try:
+        completions = vlm.generate([_ask(colour, seed, 1.0) for seed in range(8) for colour in ("red", "blue")])
+    finally:
+        hook.remove()
+    assert all(placeholder not in c.completion_ids and len(c.completion_ids) == 6 for c in completions)
