@@ -89,3 +89,43 @@ def test_samples_with_images_need_the_model_processor():
     sample = sample_from_trajectory(Trajectory("e", "t", "?", tokens=tokens), 1.0)
     with pytest.raises(DataError, match="image processor"):
         collate([sample], pad_id=0)
+
+
+def test_gfcr_train_warm_starts_and_trains_a_vision_model_on_vision_v0_with_lora(tiny_vision_model, tmp_path):
+    """The demo's path, two steps: the oracle's answers tokenized with their pictures for the SFT step,
+    a rollout with images and an update for the RL step; LoRA adapters of the language model and the
+    vision tower move, nothing else; the checkpoint saves the processor."""
+    pytest.importorskip("peft", reason="LoRA needs peft: pip install -e '.[train]'")
+    from gfcr.trainers import TrainConfig, Trainer
+
+    config = TrainConfig.from_dict(
+        {
+            "model": {"path": str(tiny_vision_model), "lora_rank": 4, "lora_targets": ["q_proj", "v_proj"]},
+            "env": {
+                "id": "gfcr/Vision-v0",
+                "kwargs": {"kinds": "attribute", "levels": [1], "tools": []},
+                "num_tasks": 32,
+            },
+            "rollout": {"prompts_per_step": 2, "group_size": 4, "max_tokens": 8, "temperature": 1.0},
+            "optim": {"lr": 1e-2, "micro_batch_size": 4},
+            "sft": {"steps": 1, "teacher": "scripted:oracle", "episodes": 8, "batch_size": 8},
+            "log": {"tensorboard": False, "progress": False},
+            "steps": 1,
+            "seed": 0,
+            "out_dir": str(tmp_path / "run"),
+            "checkpoint_every": 0,
+        }
+    )
+    trainer = Trainer(config)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.sft_step()
+    assert all(s.images for s in trainer.sft_data or ())  # the oracle's answers, with their pictures
+    trainer.begin_rl()
+    trainer.rl_step()
+    rollout = trainer.last_rollout
+    assert rollout is not None and all(t.tokens is not None and t.tokens.images for t in rollout.generated)
+    moved = {n for n, p in trainer.model.named_parameters() if not torch.equal(p, before[n])}
+    assert moved and all("lora_" in n for n in moved)
+    assert any("vision_tower" in n for n in moved) and any("language_model" in n for n in moved)
+    checkpoint = trainer.save()
+    assert (checkpoint / "model" / "processor_config.json").exists()
