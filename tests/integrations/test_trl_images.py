@@ -64,13 +64,13 @@ def test_rollout_func_plays_with_the_trainers_processor_and_gives_each_completio
     tiny_vision_model, tmp_path
 ):
     from transformers import AutoProcessor
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOConfig
 
     args = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, num_generations=2,
                       max_completion_length=16, max_steps=1, beta=0.0, save_strategy="no", report_to="none",
                       use_cpu=True, bf16=False, seed=0, disable_tqdm=True, dataloader_num_workers=0)  # fmt: skip
     rollout = gfcr_trl.rollout_func(ENV_ID)
-    trainer = GRPOTrainer(
+    trainer = gfcr_trl.VisionGRPOTrainer(  # TRL's GRPOTrainer refuses images (test_trl_vision.py)
         model=str(tiny_vision_model),
         processing_class=AutoProcessor.from_pretrained(tiny_vision_model),
         args=args,

@@ -11,7 +11,9 @@ Two ways in, over one dataset of prompts (`dataset(env_id)`: chat messages with 
   sections; episodes are played with the trainer's current weights, multi-turn and
   token-in-token-out (observation tokens get `env_mask` 0). Pass `reward_funcs=env_reward`.
   A recipe that grows trees or scores steps (`[judge.process]`) trains with `TreeGRPOTrainer`
-  (each token credited by its tree node, plus its step's process advantage).
+  (each token credited by its tree node, plus its step's process advantage). Envs that show
+  images train a vision-language model (its processor as `processing_class`) with
+  `VisionGRPOTrainer`, whose every forward pass gets the episodes' pixels.
 
     from trl import GRPOConfig, GRPOTrainer
     from gfcr.integrations import trl as gfcr_trl
@@ -27,8 +29,8 @@ Two ways in, over one dataset of prompts (`dataset(env_id)`: chat messages with 
 
 The module imports neither TRL nor `datasets` until they are needed (`pip install -e '.[trl]'`).
 One module per way in: `dataset.py`, `environment.py` (`environment_factory`, `final_answer`),
-`rollout.py` (`rollout_func`, `env_reward`); `tree.py` (`TreeGRPOTrainer`, loaded on first use:
-it imports TRL).
+`rollout.py` (`rollout_func`, `env_reward`); `vision.py` (`VisionGRPOTrainer`) and `tree.py`
+(`TreeGRPOTrainer`), loaded on first use: they import TRL.
 """
 
 from typing import Any
@@ -41,6 +43,7 @@ __all__ = [
     "GfcrEnvironment",
     "GfcrRollout",
     "TreeGRPOTrainer",
+    "VisionGRPOTrainer",
     "dataset",
     "env_reward",
     "environment_factory",
@@ -50,8 +53,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "TreeGRPOTrainer":  # a TRL subclass: TRL is imported only when it is asked for
+    # TRL subclasses: TRL is imported only when one is asked for
+    if name == "TreeGRPOTrainer":
         from gfcr.integrations.trl.tree import TreeGRPOTrainer
 
         return TreeGRPOTrainer
+    if name == "VisionGRPOTrainer":
+        from gfcr.integrations.trl.vision import VisionGRPOTrainer
+
+        return VisionGRPOTrainer
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -118,6 +118,8 @@ class GfcrRollout:
         reward = pipeline.reward
         out_prompts = [self._prompts.get(t.task_id, t.prompt) for t in ordered]
         fields = trl_fields(ordered, out_prompts, cast(TokenPolicy, policy), _eos_id(trainer), reward)
+        if "gfcr_images" in fields:
+            check_vision_trainer(trainer)
         if pipeline.trees:
             fields["gfcr_advantages"] = tree_fields(ordered, size, self.estimator, reward)
         if (process := pipeline.process) is not None:
@@ -282,7 +284,8 @@ def rollout_func(
     Extra fields for reward functions: `gfcr_reward`, `gfcr_signals`, `task_id`, `trajectory_id`;
     and where the episodes show a vision-language policy images (a trainer whose `processing_class`
     is a processor), `gfcr_images`: each completion's images (`gfcr.core.Image`), in the order of
-    their placeholder runs in `prompt_ids + completion_ids`, for the model's forward pass.
+    their placeholder runs in `prompt_ids + completion_ids`, which `VisionGRPOTrainer` (and
+    `TreeGRPOTrainer`) feed to every forward pass; any other trainer is refused (`ConfigError`).
 
     >>> f = rollout_func("gfcr/ToolUse-v0", num_tasks=10)
     >>> [c.env_id for c in f.envs.values()], f.config.control.selector
@@ -356,6 +359,21 @@ def check_token_trainer(trainer: Any, pipeline: RolloutPipeline) -> None:
             f"{'; '.join(reasons)}, but {type(trainer).__name__} trains every completion on one advantage "
             "from its reward functions; build the trainer as gfcr.integrations.trl.TreeGRPOTrainer(...) "
             "(the same arguments)"
+        )
+
+
+def check_vision_trainer(trainer: Any) -> None:
+    """Episodes that show the model images train only where every forward pass gets their pixels,
+    which TRL's `GRPOTrainer` does not give on the `rollout_func` path."""
+    from gfcr.integrations.trl.vision import VisionGRPOTrainer  # TRL is loaded: a trainer exists
+
+    if not isinstance(trainer, VisionGRPOTrainer):
+        raise ConfigError(
+            f"the episodes show the model images (gfcr_images), but {type(trainer).__name__} gives its "
+            "forward passes only the pixels of the dataset's image columns: the model would train on its "
+            "image placeholder tokens with no picture behind them; build the trainer as "
+            "gfcr.integrations.trl.VisionGRPOTrainer(...) (the same arguments; TreeGRPOTrainer takes "
+            "images too)"
         )
 
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 from typing import Any, cast
 
 import torch
-from trl import GRPOTrainer
 from trl.trainer.utils import pad
 
 from gfcr.errors import ConfigError
+from gfcr.integrations.trl.vision import VisionGRPOTrainer
 from gfcr.trainers.batching import mix_process
 
 
-class TreeGRPOTrainer(GRPOTrainer):
+class TreeGRPOTrainer(VisionGRPOTrainer):
     """A `GRPOTrainer` whose tokens are credited apart: use it with `rollout_func(env, config=...)`
     whose recipe grows trees (`[generate.tree]`, `[control] branch_at`: each token credited by its
     tree node) or scores steps (`[judge.process]`), with the same arguments as `GRPOTrainer`.
@@ -34,7 +34,8 @@ class TreeGRPOTrainer(GRPOTrainer):
     else TRL's own for the sequence, plus `gfcr_process_weight` · `gfcr_process` (its steps'
     process advantages) where the rollout gives them (`mix_process`, as `gfcr train` mixes them);
     right-padded with 0 as TRL pads the completions, shape (B, T). TRL's rewards and advantages
-    still log as before.
+    still log as before. Episodes that show images train on their pixels, as under
+    `VisionGRPOTrainer` (its subclass).
 
         from gfcr.integrations import trl as gfcr_trl
 
