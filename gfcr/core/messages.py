@@ -86,7 +86,9 @@ class Message:
             from gfcr.errors import ConfigError
 
             raise ConfigError(f"message role must be one of {ROLES}, got {role!r}")
-        if not isinstance(content, str):
+        if content is None:  # OpenAI's assistant message that only calls tools has "content": null
+            content = ""
+        elif not isinstance(content, str):
             content = _parts(content)
         fields = self.__dict__
         fields["role"] = role
