@@ -77,3 +77,16 @@ def test_a_policy_never_samples_an_image_placeholder(vlm):
     finally:
         hook.remove()
     assert all(placeholder not in c.completion_ids and len(c.completion_ids) == 6 for c in completions)
+
+
+def test_prompt_ids_are_the_processors_own_expansion(vlm):
+    """The chat expands each image slot once per picture size; the ids are what the processor makes
+    of the rendered text and all its pictures at once."""
+    small = Image.from_pil(PILImage.new("RGB", (20, 30), "red"))
+    message = Message("user", ["Compare", _picture("blue"), "with", small, "and", _picture("red")])
+    text = vlm.chat._render(vlm.chat._conversation([message]), add_generation_prompt=True)
+    pictures = [image.to_pil() for image in message.images]
+    expected = vlm.processor(text=[text], images=pictures, add_special_tokens=False)["input_ids"][0]
+    assert vlm.encode_prompt([message], ()) == list(expected)
+    pixels = vlm.processor.image_processor(pictures, return_tensors="pt")["pixel_values"]
+    assert vlm.pixel_inputs(message.images)["pixel_values"].equal(pixels)
