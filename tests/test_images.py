@@ -75,3 +75,19 @@ def test_a_reference_to_a_missing_image_is_a_clear_error_not_a_silent_gap(tmp_pa
         Image.from_data_url("https://example.com/cat.png")  # nothing is fetched from the network
     with pytest.raises(DataError, match="not an image"):
         Image.from_bytes(b"<html>not an image</html>")
+
+
+def test_writers_in_many_threads_store_one_whole_image(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gfcr.core import ImageStore
+
+    image = _image("purple", (256, 256))
+    store = ImageStore(tmp_path / "images")
+    for _ in range(5):  # each round races 16 writers of one picture that is not stored yet
+        for stored in store.root.glob("*"):
+            stored.unlink()
+        with ThreadPoolExecutor(16) as pool:
+            assert set(pool.map(lambda _: store.put(image), range(16))) == {image.sha256}
+        assert [p.name for p in store.root.iterdir()] == [f"{image.sha256}.png"]
+        assert store.read(image.sha256) == image.data

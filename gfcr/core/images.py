@@ -26,6 +26,7 @@ import hashlib
 import io
 import os
 import re
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -186,7 +187,7 @@ class ImageStore:
         path = self.path(image)
         if not path.exists():
             self.root.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_suffix(f".{os.getpid()}.tmp")
+            temporary = path.with_suffix(f".{uuid.uuid4().hex}.tmp")  # one per writer, threads included
             temporary.write_bytes(image.data)
             os.replace(temporary, path)
         return image.sha256
