@@ -166,6 +166,15 @@ def tiny_vision_model(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def vlm(tiny_vision_model):
+    """The tiny vision-language model as an `hf:` policy (tests may generate and take gradients,
+    not step an optimizer: its weights are shared by every test of the session)."""
+    from gfcr.agents.policies.hf import HFPolicy
+
+    return HFPolicy(tiny_vision_model)
+
+
+@pytest.fixture(scope="session")
 def parity_env():
     """gfcr/TestParity-v0: ToolUse prompts, reward 1.0 for an action of odd length, so even a random
     model gets a reward spread and RL steps have non-zero advantages. Registered after

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from image_envs import square
 from PIL import Image as PILImage
 
 from gfcr.agents.policies.hf import HFPolicy
@@ -12,26 +13,15 @@ from gfcr.core import Image, Message, Request, SamplingParams
 QUESTION = "What colour is the object?"
 
 
-@pytest.fixture(scope="module")
-def vlm(tiny_vision_model):
-    return HFPolicy(tiny_vision_model)
-
-
-def _picture(colour: str) -> Image:
-    image = PILImage.new("RGB", (64, 64), "white")
-    image.paste(colour, (16, 16, 48, 48))
-    return Image.from_pil(image)
-
-
 def _ask(colour: str, seed: int | None = None, temperature: float = 0.0) -> Request:
     sampling = SamplingParams(temperature=temperature, max_tokens=6, seed=seed)
-    return Request((Message("user", [QUESTION, _picture(colour)]),), sampling=sampling)
+    return Request((Message("user", [QUESTION, square(colour)]),), sampling=sampling)
 
 
 def test_a_vision_model_sees_images_as_placeholder_runs_and_a_text_model_sees_the_text(vlm, tiny_model):
     assert vlm.sees_images and vlm.processor is not None
     placeholder = vlm.tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
-    message = Message("user", [QUESTION, _picture("red"), "and this one?", _picture("blue")])
+    message = Message("user", [QUESTION, square("red"), "and this one?", square("blue")])
     assert vlm.encode_prompt([message], ()).count(placeholder) == 2 * 16  # (56 / 14)² each
     text_model = HFPolicy(tiny_model)
     assert not text_model.sees_images
@@ -73,7 +63,9 @@ def test_a_policy_never_samples_an_image_placeholder(vlm):
 
     hook = vlm.model.lm_head.register_forward_hook(favour_the_placeholder)
     try:
-        completions = vlm.generate([_ask(colour, seed, 1.0) for seed in range(8) for colour in ("red", "blue")])
+        completions = vlm.generate(
+            [_ask(colour, seed, 1.0) for seed in range(8) for colour in ("red", "blue")]
+        )
     finally:
         hook.remove()
     assert all(placeholder not in c.completion_ids and len(c.completion_ids) == 6 for c in completions)
@@ -83,7 +75,7 @@ def test_prompt_ids_are_the_processors_own_expansion(vlm):
     """The chat expands each image slot once per picture size; the ids are what the processor makes
     of the rendered text and all its pictures at once."""
     small = Image.from_pil(PILImage.new("RGB", (20, 30), "red"))
-    message = Message("user", ["Compare", _picture("blue"), "with", small, "and", _picture("red")])
+    message = Message("user", ["Compare", square("blue"), "with", small, "and", square("red")])
     text = vlm.chat._render(vlm.chat._conversation([message]), add_generation_prompt=True)
     pictures = [image.to_pil() for image in message.images]
     expected = vlm.processor(text=[text], images=pictures, add_special_tokens=False)["input_ids"][0]

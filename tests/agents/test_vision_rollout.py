@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from PIL import Image as PILImage
 
-from gfcr.agents.policies.hf import HFPolicy
 from gfcr.agents.policies.tiny_model import IMAGE_TOKEN
 from gfcr.agents.runner.rollout import rollout
 from gfcr.core import Action, Image, SamplingParams, Task, read_jsonl, write_jsonl
@@ -39,11 +38,6 @@ class LookTwice(TextEnv):
         return Outcome(
             "Zoomed in.", reward=float(self.turn == 3), signals={"format_ok": True}, images=(image,)
         )
-
-
-@pytest.fixture(scope="module")
-def vlm(tiny_vision_model):
-    return HFPolicy(tiny_vision_model)
 
 
 def test_the_token_data_keeps_every_image_in_placeholder_order_and_trains_on_them(vlm, tmp_path):

@@ -89,13 +89,7 @@ def recording(base=None):
 
 
 @pytest.fixture(scope="module")
-def vlm(tiny_vision_model):
-    """The tiny VLM (hf: never samples its image placeholder, so every id run has its picture)."""
-    return tiny_vision_model
-
-
-@pytest.fixture(scope="module")
-def trained(vlm, tmp_path_factory):
+def trained(tiny_vision_model, tmp_path_factory):
     """One generation of 6 prompts x 2 episodes of the mixed suite trained in two optimizer steps
     (steps_per_generation 2: TRL shuffles the rows and splits them in two), so old logprobs are
     scored while the batch is built; beta > 0: reference logprobs too. Learning rate 0: every forward
@@ -105,7 +99,7 @@ def trained(vlm, tmp_path_factory):
         patch.setitem(suites._SUITES, MIXED, lambda: suites.Suite(MIXED, "images and text", ENTRIES))
         rollout = gfcr_trl.rollout_func(MIXED, runner_config=RUNNER)
         trainer = vision_trainer(
-            vlm, tmp_path_factory.mktemp("trl-vision"), MIXED, recording(), rollout,
+            tiny_vision_model, tmp_path_factory.mktemp("trl-vision"), MIXED, recording(), rollout,
             per_device_train_batch_size=6, steps_per_generation=2, max_steps=2, beta=0.04, learning_rate=0.0,
         )  # fmt: skip
         trainer.train()
@@ -175,18 +169,18 @@ def test_scoring_text_rows_apart_gives_the_same_logprobs(trained):
     torch.testing.assert_close(apart, whole, atol=1e-5, rtol=0)
 
 
-def test_trls_own_grpo_trainer_refuses_episodes_with_images(vlm, tmp_path):
+def test_trls_own_grpo_trainer_refuses_episodes_with_images(tiny_vision_model, tmp_path):
     from trl import GRPOTrainer
 
-    trainer = vision_trainer(vlm, tmp_path, ENV_ID, GRPOTrainer)
+    trainer = vision_trainer(tiny_vision_model, tmp_path, ENV_ID, GRPOTrainer)
     with pytest.raises(ConfigError, match=r"GRPOTrainer gives its forward passes only .*VisionGRPOTrainer"):
         trainer.train()
 
 
-def test_a_processor_without_the_models_image_tensors_is_refused(vlm, tmp_path):
+def test_a_processor_without_the_models_image_tensors_is_refused(tiny_vision_model, tmp_path):
     from transformers import Qwen2VLImageProcessorPil
 
-    trainer = vision_trainer(vlm, tmp_path, ENV_ID)
+    trainer = vision_trainer(tiny_vision_model, tmp_path, ENV_ID)
     processor = trainer.processing_class
     trainer.processing_class = processor.tokenizer
     with pytest.raises(ConfigError, match=r"processing_class is a .*Tokenizer.*model's processor"):
@@ -197,11 +191,11 @@ def test_a_processor_without_the_models_image_tensors_is_refused(vlm, tmp_path):
         trainer._pixels([[square("red")], []])
 
 
-def test_a_lora_adapter_of_the_vlm_trains_on_the_pixels(vlm, tmp_path):
+def test_a_lora_adapter_of_the_vlm_trains_on_the_pixels(tiny_vision_model, tmp_path):
     from peft import LoraConfig
 
     trainer = vision_trainer(
-        vlm, tmp_path, ENV_ID, recording(), reward=token_sum, beta=0.04, learning_rate=1e-2,
+        tiny_vision_model, tmp_path, ENV_ID, recording(), reward=token_sum, beta=0.04, learning_rate=1e-2,
         peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]),
     )  # fmt: skip
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
@@ -218,11 +212,11 @@ def test_a_lora_adapter_of_the_vlm_trains_on_the_pixels(vlm, tmp_path):
     assert tower and tower <= moved
 
 
-def test_trees_of_episodes_with_images_train_on_their_pixels(vlm, tmp_path):
+def test_trees_of_episodes_with_images_train_on_their_pixels(tiny_vision_model, tmp_path):
     tree = PipelineConfig.from_dict({"generate": {"tree": {"entropy_points": 1, "children": 3}}})
     rollout = gfcr_trl.rollout_func(ENV_ID, config=tree, runner_config=RUNNER)
     trainer = vision_trainer(
-        vlm, tmp_path, ENV_ID, recording(gfcr_trl.TreeGRPOTrainer), rollout,
+        tiny_vision_model, tmp_path, ENV_ID, recording(gfcr_trl.TreeGRPOTrainer), rollout,
         num_generations=4, per_device_train_batch_size=8,
     )  # fmt: skip
     trainer.train()

@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 import torch
-from PIL import Image as PILImage
+from image_envs import square
 
 from gfcr.agents.policies.hf import HFPolicy
-from gfcr.core import Image, Message, Request, SamplingParams, TokenData, Trajectory
+from gfcr.core import Message, Request, SamplingParams, TokenData, Trajectory
 from gfcr.errors import DataError
 from gfcr.trainers.batching import collate, sample_from_trajectory
 from gfcr.trainers.config import LossConfig
@@ -18,20 +18,9 @@ from gfcr.trainers.update import UpdateSettings, accumulate_gradients, recompute
 QUESTION = "What colour is the object?"
 
 
-@pytest.fixture(scope="module")
-def vlm(tiny_vision_model):
-    return HFPolicy(tiny_vision_model)
-
-
-def _picture(colour: str) -> Image:
-    image = PILImage.new("RGB", (64, 64), "white")
-    image.paste(colour, (8, 8, 56, 56))
-    return Image.from_pil(image)
-
-
 def _episode(policy: HFPolicy, colour: str, seed: int) -> Trajectory:
     """One sampled answer about an image, with the token data the runner would keep."""
-    messages = (Message("user", [QUESTION, _picture(colour)]),)
+    messages = (Message("user", [QUESTION, square(colour)]),)
     completion = policy.generate([Request(messages, sampling=SamplingParams(max_tokens=8, seed=seed))])[0]
     assert completion.prompt_ids is not None and completion.completion_ids is not None
     n = len(completion.completion_ids)
@@ -52,7 +41,7 @@ def _settings(policy: HFPolicy, micro_batch_size: int = 2) -> UpdateSettings:
 
 
 def test_the_trainer_recomputes_the_sampler_logprobs_on_the_same_images(vlm):
-    colours = ["red", "blue", "green", "yellow", "red"]
+    colours = ["red", "blue", "green", "blue", "red"]
     samples = [sample_from_trajectory(_episode(vlm, c, seed), 1.0) for seed, c in enumerate(colours)]
     recomputed = recompute_logprobs(vlm.model, samples, _settings(vlm))  # micro-batches mix images
     for sample, logprobs in zip(samples, recomputed, strict=True):
@@ -73,7 +62,7 @@ def _gradient(policy: HFPolicy, sample) -> tuple[float, dict[str, torch.Tensor]]
 def test_changing_only_the_image_changes_the_loss_and_the_gradient(vlm):
     trajectory = _episode(vlm, "red", seed=3)
     sample = sample_from_trajectory(trajectory, 1.0)
-    recoloured = dataclasses.replace(sample, images=(_picture("blue"),))  # same ids, logprobs, advantages
+    recoloured = dataclasses.replace(sample, images=(square("blue"),))  # same ids, logprobs, advantages
     loss, grads = _gradient(vlm, sample)
     loss_blue, grads_blue = _gradient(vlm, recoloured)
     same_loss, same_grads = _gradient(vlm, sample)
@@ -85,7 +74,7 @@ def test_changing_only_the_image_changes_the_loss_and_the_gradient(vlm):
 
 
 def test_samples_with_images_need_the_model_processor():
-    tokens = TokenData([1, 2], [3], [1], [0.0], images=[_picture("red")])
+    tokens = TokenData([1, 2], [3], [1], [0.0], images=[square("red")])
     sample = sample_from_trajectory(Trajectory("e", "t", "?", tokens=tokens), 1.0)
     with pytest.raises(DataError, match="image processor"):
         collate([sample], pad_id=0)
