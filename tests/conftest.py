@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -101,30 +98,10 @@ def serve_env_process(*args: str, prefix: Sequence[str] = ()) -> Iterator[tuple[
     """`gfcr serve-env ARGS --port P` (run under `prefix`, e.g. prlimit) on loopback, once it answers
     `/health`: (url, process, its stderr piped); terminated afterwards."""
     pytest.importorskip("openenv", reason="the remote extra is not installed: pip install -e '.[remote]'")
-    import httpx
+    from servers import gfcr_process
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    command = [*prefix, sys.executable, "-m", "gfcr", "serve-env", *args, "--port", str(port)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
-        try:
-            if httpx.get(f"{url}/health").status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline, "gfcr serve-env did not come up in 120 s"
-        time.sleep(0.2)
-    try:
-        yield url, process
-    finally:
-        if process.poll() is None:
-            process.terminate()
-            process.wait(10)
+    with gfcr_process("serve-env", *args, prefix=tuple(prefix), timeout_s=120) as served:
+        yield served
 
 
 @pytest.fixture(scope="session")

@@ -3,21 +3,17 @@ real `openai` client and a real server (uvicorn on loopback)."""
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import httpx
 import pytest
 from image_envs import ENV_ID, square
+from servers import gfcr_process, serve_in_thread
 
 openai = pytest.importorskip("openai", reason="the openai extra is not installed")
 pytest.importorskip("fastapi", reason="the serve extra is not installed")
 
-import uvicorn  # noqa: E402
 
 from gfcr.agents import Completion, Request, Runner, RunnerConfig, SamplingParams  # noqa: E402
 from gfcr.agents.policies.chat import ChatTokens  # noqa: E402
@@ -57,21 +53,8 @@ class SaysWhatItSees(ChatTokens):
 @contextmanager
 def serving(policy, name: str) -> Iterator[str]:
     """`create_app(policy, name)` on uvicorn in a thread; its OpenAI base URL."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(policy, name), port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert time.monotonic() < deadline, "the test server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    with serve_in_thread(create_app(policy, name)) as url:
+        yield f"{url}/v1"
 
 
 @pytest.mark.timeout(120)
@@ -135,30 +118,13 @@ def test_gfcr_serve_serves_the_tiny_vision_language_model_as_hf_runs_it(tiny_vis
     """`gfcr serve VLM`, as a user starts it: completions for messages with images, the same ids and
     logprobs through `openai:` as the local `hf:` policy samples, and an episode of an env that shows
     images runs through it."""
-    import subprocess
-    import sys
-    from pathlib import Path
 
     from gfcr.agents.policies.hf import HFPolicy
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    gfcr = Path(sys.executable).parent / "gfcr"
-    process = subprocess.Popen([str(gfcr), "serve", str(tiny_vision_model), "--port", str(port), "--name", "vlm"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    url = f"http://127.0.0.1:{port}/v1"
     question = Message("user", ["What colour is the square?", square("red")])
     request = Request((question,), sampling=SamplingParams(max_tokens=6, seed=1))
-    try:
-        deadline = time.monotonic() + 240
-        while True:
-            assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
-                    break
-            assert time.monotonic() < deadline, "gfcr serve did not come up in 240 s"
-            time.sleep(0.2)
+    with gfcr_process("serve", str(tiny_vision_model), "--name", "vlm") as (base, _):
+        url = f"{base}/v1"
         client = openai.OpenAI(base_url=url, api_key="EMPTY", max_retries=0)
         with_image = client.chat.completions.create(
             model="vlm", messages=[question.to_openai()], max_tokens=6
@@ -176,9 +142,6 @@ def test_gfcr_serve_serves_the_tiny_vision_language_model_as_hf_runs_it(tiny_vis
             .trajectories
         )
         policy.close()
-    finally:
-        process.kill()
-        process.wait(30)
     (local,) = HFPolicy(tiny_vision_model).generate([request])
     assert served.prompt_ids == local.prompt_ids and served.completion_ids == local.completion_ids
     assert served.logprobs == pytest.approx(local.logprobs, abs=1e-4)

@@ -3,20 +3,16 @@
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import threading
-import time
 from collections.abc import Iterator
 
 import gymnasium as gym
 import numpy as np
 import pytest
 from image_envs import ENV_ID, square
+from servers import serve_in_thread
 
 pytest.importorskip("openenv", reason="the remote extra is not installed: pip install -e '.[remote]'")
 
-import uvicorn  # noqa: E402
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 
 from gfcr.agents import Runner, RunnerConfig, make_policy  # noqa: E402
@@ -25,29 +21,9 @@ from gfcr.core import read_jsonl  # noqa: E402
 from gfcr.remote import GfcrEnvClient, TextAction, create_app  # noqa: E402
 
 
-@contextlib.contextmanager
-def serving(app) -> Iterator[str]:
-    """`app` on uvicorn in a thread (the env is registered in this process only); its url."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "the test server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-
-
 @pytest.fixture(scope="module")
 def colour_url() -> Iterator[str]:
-    with serving(create_app(ENV_ID, send_gold=True)) as url:
+    with serve_in_thread(create_app(ENV_ID, send_gold=True)) as url:
         yield url
 
 

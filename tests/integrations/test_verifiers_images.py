@@ -3,14 +3,9 @@ vision-language model behind `gfcr serve`, through verifiers' interception endpo
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
-from pathlib import Path
-
-import httpx
 import pytest
-from test_verifiers import free_port, run_vf  # skips this module too where the verifiers venv is missing
+from servers import gfcr_process
+from test_verifiers import run_vf  # skips this module too where the verifiers venv is missing
 
 IMAGES = """
 import asyncio, json, os, sys
@@ -46,25 +41,8 @@ asyncio.run(main())
 @pytest.fixture(scope="module")
 def vlm_url(tiny_vision_model):
     """`gfcr serve VLM --name vlm` in its own process; its OpenAI base URL."""
-    port = free_port()
-    gfcr = Path(sys.executable).parent / "gfcr"
-    process = subprocess.Popen([str(gfcr), "serve", str(tiny_vision_model), "--port", str(port), "--name", "vlm"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 240
-        while True:
-            assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
-            try:
-                if httpx.get(f"{url}/health").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline, "gfcr serve did not come up in 240 s"
-                time.sleep(0.2)
+    with gfcr_process("serve", str(tiny_vision_model), "--name", "vlm") as (url, _):
         yield url + "/v1"
-    finally:
-        process.kill()
-        process.wait(30)
 
 
 @pytest.mark.timeout(300)
