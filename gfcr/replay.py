@@ -54,6 +54,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
 from gfcr.core import ImageStore, Trajectory, solved
+from gfcr.core.policy import version_number
 from gfcr.errors import ConfigError, StorageError, UnknownNameError
 from gfcr.filter.signals import response_length
 from gfcr.storage import database_url, open_database
@@ -92,15 +93,6 @@ class Refresh:
 
     version: int
     at: float  # Unix seconds
-
-
-def version_number(version: str) -> int | None:
-    """A policy version as a number, when it is one (gfcr train's versions are its step counts).
-
-    >>> version_number("12"), version_number("a3f9")
-    (12, None)
-    """
-    return int(version) if version.lstrip("-").isdigit() else None
 
 
 def replayed_copy(trajectory: Trajectory) -> Trajectory:

@@ -27,11 +27,11 @@ from typing import Any
 import torch
 
 from gfcr.core import Image, Trajectory
+from gfcr.core.policy import version_number
 from gfcr.errors import DataError, UnknownNameError
 from gfcr.filter import ADVANTAGE_ESTIMATORS, group_advantages
 from gfcr.filter.process_credit import ProcessCredit
 from gfcr.generate import TREE_ESTIMATORS, token_tree_advantages
-from gfcr.replay import version_number
 
 ESTIMATORS = (*ADVANTAGE_ESTIMATORS, *TREE_ESTIMATORS)  # what `samples_from_groups` takes
 Pixels = Callable[[Sequence[Image]], dict[str, torch.Tensor]]  # images -> the model's image tensors
@@ -50,18 +50,20 @@ class Sample:
     # μ: the behaviour policy's logprobs, as the engine that sampled the tokens reported them
     # (None: old_logprobs are them, until the trainer recomputes those)
     behaviour_logprobs: list[float] | None = None
-    policy_version: int | None = None  # the version of the policy that sampled it (None: unknown)
+    policy_version: int | None = None  # the oldest policy version among its tokens (None: unknown)
     is_weights: list[float] | None = None  # truncated importance weights per token (None: all 1)
     images: tuple[Image, ...] = ()  # whose placeholder runs `input_ids` hold, in order
+    versions: list[int] | None = None  # the version that sampled each token (-1: not sampled)
 
     def __post_init__(self) -> None:
         lengths = {len(self.input_ids), len(self.loss_mask), len(self.old_logprobs), len(self.advantages)}
-        lengths |= {len(v) for v in (self.behaviour_logprobs, self.is_weights) if v is not None}
+        optional = (self.behaviour_logprobs, self.is_weights, self.versions)
+        lengths |= {len(v) for v in optional if v is not None}
         if len(lengths) != 1:
             raise DataError(
                 f"sample lengths differ: input_ids {len(self.input_ids)}, loss_mask {len(self.loss_mask)}, "
                 f"old_logprobs {len(self.old_logprobs)}, advantages {len(self.advantages)} (and "
-                "behaviour_logprobs, is_weights where given); they must be equal"
+                "behaviour_logprobs, is_weights, versions where given); they must be equal"
             )
 
     @property
@@ -111,6 +113,8 @@ def sample_from_trajectory(
         )
     sampled = [float(a) if m else 0.0 for a, m in zip(per_token, tokens.loss_mask, strict=True)]
     prompt = len(tokens.prompt_ids)
+    versions = None if tokens.versions is None else [-1] * prompt + list(tokens.versions)
+    own = [v for v, m in zip(tokens.versions or (), tokens.loss_mask, strict=False) if m]
     return Sample(
         input_ids=tokens.prompt_ids + tokens.completion_ids,
         loss_mask=[0] * prompt + list(tokens.loss_mask),
@@ -118,8 +122,9 @@ def sample_from_trajectory(
         advantages=[0.0] * prompt + sampled,
         reward=trajectory.total_reward if reward is None else float(reward),
         replayed=bool(trajectory.signals.get("replayed", False)),
-        policy_version=version_number(trajectory.provenance.policy_version),
+        policy_version=min(own) if own else version_number(trajectory.provenance.policy_version),
         images=tuple(tokens.images),
+        versions=versions,
     )
 
 

@@ -289,6 +289,30 @@ class ReplaySection:
         return OffPolicyMix(self.mix_ratio, self.mix_rule) if self.mix_ratio > 0 else None
 
 
+@dataclass(frozen=True)
+class AsyncConfig:
+    """`[async]`: rollouts and updates overlap (`gfcr.trainers.overlap`)."""
+
+    max_staleness: int = setting(
+        0,
+        "How many policy versions (steps) older than the update a trained token may be: the next "
+        "steps' episodes are generated while this step's update runs. 0: synchronous (rollout, then "
+        "update).",
+    )
+    correction: str = setting(
+        "tis",
+        "How stale samples are corrected: recompute (decoupled PPO: the ratio's π_old is the current "
+        "policy) | tis (that, and each token weighed by min(π_old/μ, [loss] tis_cap) against the "
+        "behaviour policy μ that sampled it).",
+    )
+
+    def __post_init__(self) -> None:
+        if self.max_staleness < 0:
+            raise ConfigError(f"[async] max_staleness must be >= 0, got {self.max_staleness}")
+        if self.correction not in CORRECTIONS:
+            raise UnknownNameError("[async] correction", self.correction, CORRECTIONS)
+
+
 # [rollout] sizes every step, and the trainer's seed seeds Control: [control] leaves them out
 CONTROL_FROM_ROLLOUT = ("num_prompts", "group_size", "seed")
 
@@ -389,6 +413,9 @@ class TrainConfig:
     sft: SFTConfig = setting(default_factory=SFTConfig, help="The supervised warm start.")
     pipeline: PipelineConfig = setting(
         default_factory=PipelineConfig, help="The rollout pipeline's stages.", flatten=True
+    )
+    async_: AsyncConfig = setting(
+        default_factory=AsyncConfig, help="Asynchronous training: rollouts overlap updates."
     )
     log: LogConfig = setting(default_factory=LogConfig, help="Metrics, progress and evaluation.")
     diagnose: DiagnoseConfig = setting(

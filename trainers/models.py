@@ -5,6 +5,11 @@
 - backend "vllm": a vLLM engine generates and a separate transformers model trains on the same
   GPU; `sync_weights` loads the new weights into the engine after every optimizer step.
 
+With `[async] max_staleness > 0` the hf backend generates with a copy of the model instead (an
+`HFPolicy.replica`), so that rollouts can run while the update changes the trained weights; after
+each step the trainable weights (with LoRA, the adapters alone) are pushed into the copy
+(`HFPolicy.load_weights`), between two of its batches.
+
 The KL reference (made only when the KL coefficient `beta` > 0) is the model RL starts from: the
 initial weights, or the warm-started ones after `[sft]` (`ReferencePolicy.freeze`), as in
 DeepSeekMath (§4.1, the reference is the SFT model) and TRL. Only the trainable weights are kept
@@ -13,6 +18,7 @@ DeepSeekMath (§4.1, the reference is the SFT model) and TRL. Only the trainable
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -64,6 +70,8 @@ def load_models(config: TrainConfig) -> Models:
             policy.model = model  # type: ignore[attr-defined]  # generation sees the adapters
     else:
         model.requires_grad_(True)
+    if config.async_.max_staleness > 0 and config.rollout.backend == "hf":
+        policy = policy.replica(copy.deepcopy(model))  # type: ignore[attr-defined]  # an HFPolicy
     reference = ReferencePolicy(model) if config.loss.beta > 0 else None
     pad_id = getattr(policy, "pad_id", None)
     if pad_id is None:
@@ -159,6 +167,13 @@ class ReferencePolicy:
 
 
 def _sync(policy: Policy, model: torch.nn.Module, config: TrainConfig) -> Callable[[int], None]:
+    if config.rollout.backend != "vllm" and getattr(policy, "model", None) is not model:
+
+        def push(step: int) -> None:  # the policy generates with a copy: it gets the trained weights
+            trained = [(name, p.detach()) for name, p in model.named_parameters() if p.requires_grad]
+            policy.load_weights(trained, version=str(step))  # type: ignore[attr-defined]  # an HFPolicy
+
+        return push
     if config.rollout.backend != "vllm":
 
         def shared(step: int) -> None:  # the policy generates with the trained model itself

@@ -47,6 +47,7 @@ from gfcr.control import Batch, OffPolicyMix, RolloutController, guided
 from gfcr.core import Controller, Decision, EnvConfig, EpisodeSpec, Policy, ReplaySink, Task, Trajectory
 from gfcr.core.admission import RESOURCES, add_waits
 from gfcr.core.hooks import branch_points
+from gfcr.core.policy import version_number
 from gfcr.errors import ConfigError
 from gfcr.filter import JudgeStage, OverlongPenalty
 from gfcr.filter.entropy import mean_token_entropy
@@ -56,7 +57,7 @@ from gfcr.filter.process_credit import ProcessConfig, ProcessJudge
 from gfcr.filter.seed_grpo import SeedGRPO
 from gfcr.filter.semantic import semantic_entropy
 from gfcr.generate import BranchTokens, GuidedPolicy, group_by_task, round_seed
-from gfcr.replay import ReplayBuffer, version_number
+from gfcr.replay import ReplayBuffer
 from gfcr.trainers.batching import Sample, samples_from_groups
 from gfcr.trainers.config import PipelineConfig
 

@@ -16,6 +16,12 @@ One RL step:
 4. the rollout engine gets the new weights, metrics are logged, a checkpoint is written every
    `checkpoint_every` steps.
 
+With `[async] max_staleness = S > 0` step 1 runs ahead on a thread of its own (`overlap.py`):
+the batches of the next S steps are generated while this step's update runs, with a copy of the
+weights pushed after every update; stale tokens are corrected against the behaviour policy that
+sampled them (`[async] correction`), and their shift is logged per staleness level
+(`async/staleness_<k>/…`).
+
 A supervised warm start (`[sft] steps > 0`, `sft.py`) runs first on filtered trajectories; RL then
 starts with a fresh AdamW and takes the warm-started model as its KL reference (`begin_rl`).
 Building a `Trainer` reads the model and writes nothing; `begin()` (run by `train()`) resumes from
@@ -60,6 +66,7 @@ from gfcr.trainers.batching import Sample
 from gfcr.trainers.config import TrainConfig
 from gfcr.trainers.logging import MetricLogger, TrainProgress
 from gfcr.trainers.models import load_models
+from gfcr.trainers.overlap import RolloutStream
 from gfcr.trainers.pipeline import RolloutPipeline, StepBatch, credit_metrics
 from gfcr.trainers.sft import filter_trajectories, sft_samples
 from gfcr.trainers.update import UpdateSettings, correct_off_policy, policy_update, sft_update
@@ -112,10 +119,15 @@ class Trainer:
             device=self.models.device,
             autocast=self.models.autocast,
             correction=pipeline.replay.correction,
+            stale_correction=config.async_.correction,
             recompute_old_logprobs=config.optim.recompute_old_logprobs,
             pixels=self.models.pixels,
         )
         self.step = 0
+        self.stream: RolloutStream | None = None  # [async]: the rollouts running ahead (`rl_step` starts it)
+        self.rollout_state: dict[str, Any] | None = (
+            None  # [async]: the pipeline's after the last batch trained
+        )
         self.sft_data: list[Sample] | None = None
         self.begun = self.resumed = False  # begin() has run; it resumed from a checkpoint
 
@@ -156,7 +168,7 @@ class Trainer:
         )
         last = config.total_steps if until is None else min(until, config.total_steps)
         started, stopped_for = time.perf_counter(), None
-        with TrainProgress(config.total_steps, self.step, enabled=config.log.progress) as bar:
+        with self, TrainProgress(config.total_steps, self.step, enabled=config.log.progress) as bar:
             if config.log.eval_every and self.step == 0:
                 log.log(0, self.evaluate())
             while self.step < last and stopped_for is None:
@@ -190,10 +202,31 @@ class Trainer:
             )
         return history
 
+    def __enter__(self) -> Trainer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the rollouts running ahead ([async]), after the batch being made; `train` does it
+        when it returns, a caller of `rl_step` when done (or use the trainer as a context manager)."""
+        if self.stream is not None:
+            self.stream.close()
+            self.stream = None
+
+    @property
+    def samples_total(self) -> int:
+        """Episodes generated for the steps trained so far (dropped ones included); with [async],
+        not those of the batches made ahead."""
+        if self.rollout_state is not None:
+            return int(self.rollout_state["rollouts"]["samples_total"])
+        return self.pipeline.samples_total
+
     def _stop_reason(self, elapsed_s: float) -> str | None:
         """Why the run stops before its last step: "sample_budget", "time_limit", or None."""
         config = self.config
-        if config.sample_budget is not None and self.pipeline.samples_total >= config.sample_budget:
+        if config.sample_budget is not None and self.samples_total >= config.sample_budget:
             return "sample_budget"
         if config.time_limit_s is not None and elapsed_s > config.time_limit_s:
             return "time_limit"
@@ -204,8 +237,8 @@ class Trainer:
         self.begin()
         config = self.config
         started = time.perf_counter()
-        self.last_rollout = batch = self.pipeline.step()
-        rollout_s = time.perf_counter() - started
+        batch, timing = self._rollouts()
+        self.last_rollout = batch
         samples = self.pipeline.credit(batch)
         stats: dict[str, float] = {}
         self._set_lr()
@@ -228,12 +261,40 @@ class Trainer:
             **credit_metrics(samples),
             **corrected,
             **replay_indicators(batch.trained, current_version=self.step),  # rescued samples among them
-            "rollout/samples_total": self.pipeline.samples_total,
-            "rollout/tokens_total": self.pipeline.tokens_total,
+            **staleness_metrics(samples, self.step),
+            "rollout/samples_total": self.samples_total,
+            "rollout/tokens_total": self._tokens_total,
             **stats,
-            "perf/rollout_s": rollout_s,
+            **timing,
             **self._advance(started, samples),
         }
+
+    def _rollouts(self) -> tuple[StepBatch, dict[str, float]]:
+        """This step's batch, and how long it took: generated now, or with [async] taken from the
+        rollouts running ahead (started here at the first RL step) after `async/wait_s` seconds."""
+        started, staleness = time.perf_counter(), self.config.async_.max_staleness
+        if staleness == 0:
+            batch = self.pipeline.step()
+            return batch, {"perf/rollout_s": time.perf_counter() - started}
+        if self.stream is None:
+            self.stream = RolloutStream(self.pipeline, staleness, first_step=self.step)
+            self.stream.start()
+        produced = self.stream.get(self.step)
+        self.rollout_state = produced.state
+        return produced.batch, {
+            "perf/rollout_s": produced.rollout_s,
+            "async/wait_s": time.perf_counter() - started,  # the update waited for its batch
+            "async/started_behind": float(self.step - produced.started_at),  # versions behind at its start
+            "async/ahead": float(self.stream.ahead),  # batches made for later steps
+            "async/generator_idle_s": self.stream.idle_s,  # the generator waited at its bound, in all
+        }
+
+    @property
+    def _tokens_total(self) -> int:
+        """Policy tokens generated for the steps trained so far (as `samples_total`)."""
+        if self.rollout_state is not None:
+            return int(self.rollout_state["rollouts"]["tokens_total"])
+        return self.pipeline.tokens_total
 
     def sft_step(self) -> dict[str, Any]:
         """One supervised warm-start step on a seeded draw of the filtered trajectories."""
@@ -264,6 +325,8 @@ class Trainer:
         if self.step == self.config.sft.steps:
             self.begin_rl()
         self.models.sync(self.step)
+        if self.stream is not None:  # the rollouts running ahead generate with these weights now
+            self.stream.advance(self.step)
         step_s = time.perf_counter() - started
         tokens = sum(len(s.input_ids) for s in samples)
         return {
@@ -398,8 +461,10 @@ class Trainer:
             "trainable": ckpt.trainable_state(self.model),
             "optimizer": self.optimizer.state_dict(),
             "rng": ckpt.rng_state(),
-            "controller": self.controller.state_dict(),
-            "rollouts": self.pipeline.state_dict(),
+            # with [async], the pipeline's state after the last batch trained: a resumed run makes
+            # the batches that were ahead again
+            "controller": (self.rollout_state or {}).get("controller") or self.controller.state_dict(),
+            "rollouts": (self.rollout_state or {}).get("rollouts") or self.pipeline.state_dict(),
             "replay": self.replay.state_dict() if self.replay is not None else None,
             "config": self.config.to_dict(),
             "reference": reference.state_dict() if reference is not None and warm_started else None,
@@ -468,6 +533,27 @@ def sft_data_source(config: TrainConfig) -> dict[str, Any]:
         "rollout": to_dict(config.rollout.runner),
     }
     return json.loads(json.dumps(source, default=str))  # as it reads back from the file
+
+
+def staleness_metrics(samples: Sequence[Sample], version: int) -> dict[str, float]:
+    """How many versions older than `version` the loss tokens of `samples` are, where their
+    versions are known: `async/staleness_mean` and `async/staleness_max` (0 in synchronous
+    training); {} where none is.
+
+    >>> sample = Sample([1, 2, 3], [0, 1, 1], [0.0] * 3, [0.0] * 3, versions=[-1, 4, 5])
+    >>> staleness_metrics([sample], 5)
+    {'async/staleness_mean': 0.5, 'async/staleness_max': 1.0}
+    """
+    ages = [
+        version - v
+        for s in samples
+        if s.versions is not None
+        for v, m in zip(s.versions, s.loss_mask, strict=True)
+        if m
+    ]
+    if not ages:
+        return {}
+    return {"async/staleness_mean": float(np.mean(ages)), "async/staleness_max": float(max(ages))}
 
 
 def seed_everything(seed: int) -> None:

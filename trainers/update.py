@@ -41,13 +41,15 @@ class UpdateSettings:
     pad_id: int = 0
     device: str = "cpu"
     autocast: Autocast = nullcontext
-    correction: str = "recompute"  # of off-policy samples: recompute | tis ([replay] correction)
+    correction: str = "recompute"  # of replayed samples: recompute | tis ([replay] correction)
+    stale_correction: str = "recompute"  # of samples older policy versions made ([async] correction)
     recompute_old_logprobs: bool = False  # fresh samples' π_old from the trainer too
     pixels: Pixels | None = None  # a vision-language model's image tensors (`HFPolicy.pixel_inputs`)
 
     def __post_init__(self) -> None:
-        if self.correction not in CORRECTIONS:
-            raise UnknownNameError("off-policy correction", self.correction, CORRECTIONS)
+        for correction in (self.correction, self.stale_correction):
+            if correction not in CORRECTIONS:
+                raise UnknownNameError("off-policy correction", correction, CORRECTIONS)
 
 
 def accumulate_gradients(
@@ -163,12 +165,15 @@ def correct_off_policy(
 ) -> tuple[list[Sample], dict[str, float]]:
     """The samples with the old logprobs the ratio π_θ/π_old takes, and the step's log of it.
 
-    - Off-policy samples (`off_policy`: replayed, or older than `current_version`) get π_old
-      recomputed under `model`, the current policy, AR3PO's correction (`recompute`); with
-      `settings.correction = "tis"` each token is also weighed by min(π_old/μ, C) against its
-      behaviour policy μ (the logprobs it was sampled with), C = `loss.tis_cap`. Their shift is
-      logged under `replay/`: samples, ratio_mean (of π_old/μ over loss tokens), truncated_share
-      (tokens whose ratio is above C: weighed C under tis), logprob_abs_diff, kl (k3 of KL(μ‖π_old)).
+    - Off-policy samples (`off_policy`: replayed, or with tokens older than `current_version`)
+      get π_old recomputed under `model`, the current policy: AR3PO's correction for replayed
+      samples, decoupled PPO's proximal policy for stale ones (`recompute`). With `tis` (replayed:
+      `settings.correction`; stale: `settings.stale_correction`) each token is also weighed by
+      min(π_old/μ, C) against its behaviour policy μ (the logprobs it was sampled with),
+      C = `loss.tis_cap`. The shift is logged with `shift_metrics`' statistics (samples,
+      ratio_mean of π_old/μ over loss tokens, truncated_share: tokens above C, logprob_abs_diff,
+      kl): of replayed samples under `replay/`, of the others' tokens under
+      `async/staleness_<k>/` by how many versions older than `current_version` each token is.
     - Fresh samples keep the rollout's logprobs, unless `recompute_old_logprobs` or `loss.tis_fresh`
       has the trainer recompute them (tis_fresh also weighs them, as above) or the rollout gave
       none. Recomputed, their gap to the engine's logprobs is the generation/training mismatch,
@@ -183,7 +188,7 @@ def correct_off_policy(
     todo = [i for i, s in enumerate(samples) if stale[i] or fresh_too or missing_logprobs(s)]
     recomputed = recompute_logprobs(model, [samples[i] for i in todo], settings)
     out = list(samples)
-    shifts: dict[str, list[torch.Tensor]] = {"replay": [], "mismatch": []}  # loss tokens' π_old/μ
+    shifts: dict[str, list[torch.Tensor]] = {}  # metric group -> its loss tokens' π_old/μ
     for i, old in zip(todo, recomputed, strict=True):
         sample, measured = samples[i], not missing_logprobs(samples[i])  # a behaviour policy to weigh against
         corrected = replace(
@@ -195,15 +200,39 @@ def correct_off_policy(
                 torch.tensor(old)[None], torch.tensor(sample.behaviour)[None], mask, loss.tis_cap,
                 sequence=loss.name == "gspo",
             )  # fmt: skip
-            if settings.correction == "tis" if stale[i] else loss.tis_fresh:
+            method = settings.correction if sample.replayed else settings.stale_correction
+            if method == "tis" if stale[i] else loss.tis_fresh:
                 corrected = replace(corrected, is_weights=weight[0].tolist())
-            shifts["replay" if stale[i] else "mismatch"].append(ratio[mask > 0])
+            for group, tokens in shift_groups(sample, stale[i], current_version).items():
+                shifts.setdefault(group, []).append(ratio[0][tokens])
         out[i] = corrected
-    metrics = {"replay/samples": float(sum(stale))}
-    for group, ratios in shifts.items():
-        if ratios:
-            metrics |= shift_metrics(group, torch.cat(ratios), loss.tis_cap)
+    metrics = {
+        "replay/samples": float(sum(stale)),
+        "async/stale_samples": float(sum(s and not samples[i].replayed for i, s in enumerate(stale))),
+    }
+    for group, ratios in sorted(shifts.items()):
+        metrics |= shift_metrics(group, torch.cat(ratios), loss.tis_cap)
     return out, metrics
+
+
+def shift_groups(sample: Sample, stale: bool, current_version: int | None) -> dict[str, torch.Tensor]:
+    """Which metric group each of `sample`'s loss tokens' shift is logged under (group -> a mask
+    over its tokens): `replay` for a replayed sample, `mismatch` for a fresh one, and for a stale
+    one `async/staleness_<k>`, k = `current_version` minus the version that sampled the token.
+
+    >>> sample = Sample([1, 2, 3], [0, 1, 1], [0.0] * 3, [0.0] * 3, policy_version=3, versions=[-1, 3, 4])
+    >>> {group: tokens.tolist() for group, tokens in shift_groups(sample, True, 5).items()}
+    {'async/staleness_2': [False, True, False], 'async/staleness_1': [False, False, True]}
+    """
+    mask = torch.tensor(sample.loss_mask, dtype=torch.bool)
+    if not stale or sample.replayed or current_version is None:
+        return {"replay" if sample.replayed else "mismatch": mask}
+    oldest = sample.policy_version if sample.policy_version is not None else current_version
+    versions = torch.tensor(sample.versions if sample.versions is not None else [oldest] * len(mask))
+    levels = (current_version - versions)[mask].unique().tolist()
+    return {
+        f"async/staleness_{k}": mask & (versions == current_version - k) for k in sorted(levels, reverse=True)
+    }
 
 
 def shift_metrics(group: str, ratio: torch.Tensor, cap: float) -> dict[str, float]:

@@ -20,13 +20,19 @@ policy `sees_images`, its prompt ids hold each image's placeholder run, and each
 into generation as pixel tensors. Rows with images do not share prefills (equal ids may stand for
 different pixels), an image's hash is part of its sample's seed, and the image placeholder tokens
 are never sampled (a placeholder with no picture behind it would break the trainer's forward pass).
+
+Weights can be pushed in while the policy serves (`load_weights`, a trainer's weight sync): a
+push waits for the batch being generated and the next batch waits for the push, so every
+completion comes from one set of weights, named by its `Completion.policy_version`.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
-from collections.abc import Callable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -172,6 +178,63 @@ class HFPolicy(ChatTokens):
             self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.end_ids[0]
         )
         self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 1 << 30))
+        self.weights_lock = threading.Lock()  # held by each batch's generation and by `load_weights`
+
+    def replica(self, model: Any, version: str | None = None) -> HFPolicy:
+        """This policy generating with `model` (a copy of its weights, say) instead: the trainer's
+        rollout engine in asynchronous training, whose weights it pushes (`load_weights`) while
+        it updates its own. Chat template, end ids and batch limits are this policy's.
+
+        >>> import copy, tempfile
+        >>> from gfcr.agents.policies.tiny_model import write_tiny_model
+        >>> policy = HFPolicy(write_tiny_model(tempfile.mkdtemp(), vocab_size=400, corpus_tasks=20))
+        >>> twin = policy.replica(copy.deepcopy(policy.model), version="0")
+        >>> twin.model is policy.model, twin.end_ids == policy.end_ids, twin.version
+        (False, True, '0')
+        """
+        twin = copy.copy(self)
+        twin.model = model
+        twin.weights_lock = threading.Lock()
+        twin.version = self.version if version is None else version
+        return twin
+
+    def load_weights(self, weights: Mapping[str, Any] | Iterable[tuple[str, Any]], version: str) -> None:
+        """Copy `weights` (parameter name -> tensor, some or all of the model's) into the model in
+        place and name them `version`; a batch being generated finishes with the weights it began
+        with. A name the model lacks, or a tensor of another shape, is refused before anything is
+        copied.
+
+        >>> import tempfile, torch
+        >>> from gfcr.agents.policies.tiny_model import write_tiny_model
+        >>> policy = HFPolicy(write_tiny_model(tempfile.mkdtemp(), vocab_size=400, corpus_tasks=20))
+        >>> name, weight = next(iter(policy.model.named_parameters()))
+        >>> policy.load_weights({name: torch.zeros_like(weight)}, version="7")
+        >>> policy.version, float(dict(policy.model.named_parameters())[name].detach().abs().sum())
+        ('7', 0.0)
+        """
+        import torch
+
+        params = dict(self.model.named_parameters())
+        given = dict(weights.items() if isinstance(weights, Mapping) else weights)
+        unknown = sorted(n for n in given if n not in params)
+        mismatched = sorted(
+            n for n in given if n in params and tuple(given[n].shape) != tuple(params[n].shape)
+        )
+        if unknown or mismatched:
+            raise PolicyError(
+                f"cannot load weights into {self.name}: "
+                + (
+                    f"unknown parameters {unknown[:3]}{'...' if len(unknown) > 3 else ''}; "
+                    if unknown
+                    else ""
+                )
+                + (f"other shapes for {mismatched[:3]}; " if mismatched else "")
+                + "push tensors named and shaped as the model's own parameters (model.named_parameters())"
+            )
+        with self.weights_lock, torch.no_grad():
+            for name, tensor in given.items():
+                params[name].copy_(tensor.to(params[name].device, params[name].dtype))
+            self.version = version
 
     def pixel_inputs(self, images: Sequence[Image]) -> dict[str, Any]:
         """The model's image tensors for `images`, in order ({} for none, or for a text model)."""
@@ -234,7 +297,8 @@ class HFPolicy(ChatTokens):
         input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
         images = [image for i in live for image in rows[i].images]  # in placeholder order, row by row
         pixels = {name: t.to(self.device) for name, t in self.pixel_inputs(images).items()}
-        with torch.inference_mode():
+        with self.weights_lock, torch.inference_mode():
+            version = self.version  # the weights this batch is generated with, pushed or not
             cache = (
                 {}
                 if images  # equal ids, other pixels: a prompt with images is never shared
@@ -282,6 +346,7 @@ class HFPolicy(ChatTokens):
                 entropies=tuple(entropies[row_number][: len(ids)]),
                 prompt_tokens=len(rows[i].prompt_ids),
                 completion_tokens=len(ids),
+                policy_version=version,
             )
         return out
 

@@ -11,10 +11,14 @@ A vision-language model (its config has a `vision_config`) is rendered by transf
 (`gfcr.agents.policies.vision.VisionChat`), so its ids hold each image's placeholder run as the
 trainer's do; each prompt's images go to the engine beside its ids (`multi_modal_data`), and
 its prefix cache keys them by content. `limit_mm_per_prompt` defaults to 16 images a prompt.
+
+A batch's generation and a weight push (`sync_weights`) take turns (`weights_lock`), so each
+completion comes from one set of weights, named by its `Completion.policy_version`.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -57,6 +61,7 @@ class VLLMPolicy(ChatTokens):
         self.name = f"vllm:{path}"
         self.version = model_fingerprint(Path(path))
         self.entropy_top_k = entropy_top_k
+        self.weights_lock = threading.Lock()  # a batch's generation, or a weight push
 
     def sampling_params(self, request: Request, prompt_tokens: int) -> Any:  # -> vllm.SamplingParams
         """vLLM's sampling settings for `request` (also used by the GPU benchmark, for the same work)."""
@@ -87,9 +92,11 @@ class VLLMPolicy(ChatTokens):
         prompts = [list(r.prompt_ids or self.encode_prompt(r.messages, r.tools)) for r in requests]
         live = [i for i, ids in enumerate(prompts) if len(ids) < self.max_positions]
         params = [self.sampling_params(requests[i], len(prompts[i])) for i in live]
-        outputs = self.llm.generate(
-            [self._prompt(requests[i], prompts[i]) for i in live], params, use_tqdm=False
-        )
+        with self.weights_lock:
+            version = self.version
+            outputs = self.llm.generate(
+                [self._prompt(requests[i], prompts[i]) for i in live], params, use_tqdm=False
+            )
         by_request = dict(zip(live, outputs, strict=True))
         completions = []
         for i, request in enumerate(requests):
@@ -114,6 +121,7 @@ class VLLMPolicy(ChatTokens):
                         entropies=entropies,
                         prompt_tokens=len(prompts[i]),
                         completion_tokens=len(ids),
+                        policy_version=version,
                     )
                 )
         return completions
@@ -156,7 +164,8 @@ def sync_weights(
     def load(model: Any) -> None:  # runs inside each vLLM worker, on its torch module
         model.load_weights(named)
 
-    policy.llm.apply_model(load)
-    policy.llm.reset_prefix_cache()
-    if version is not None:
-        policy.version = version
+    with policy.weights_lock:
+        policy.llm.apply_model(load)
+        policy.llm.reset_prefix_cache()
+        if version is not None:
+            policy.version = version

@@ -25,7 +25,15 @@ from typing import Any, cast
 
 from gfcr.core import Action, Image, Message, Provenance, Step, TokenData, Trajectory, parse_action
 from gfcr.core.admission import add_waits
-from gfcr.core.policy import Completion, DecodingPolicy, Policy, Request, SamplingParams, TokenPolicy
+from gfcr.core.policy import (
+    Completion,
+    DecodingPolicy,
+    Policy,
+    Request,
+    SamplingParams,
+    TokenPolicy,
+    version_number,
+)
 from gfcr.core.trajectory import Cost
 from gfcr.core.verdict import SUCCESS_REWARD, solved
 from gfcr.envs.spaces import observation_text
@@ -64,6 +72,7 @@ class _Prefix:
     ids: tuple[int, ...]
     logprobs: tuple[float, ...]
     entropies: tuple[float, ...] | None
+    versions: tuple[int, ...] | None  # the policy versions that sampled them
 
 
 class Episode:
@@ -269,6 +278,7 @@ class Episode:
             tuple(tokens.completion_ids[start]),
             tuple(tokens.logprobs[start]),
             None if tokens.entropies is None else tuple(tokens.entropies[start]),
+            None if tokens.versions is None else tuple(tokens.versions[start]),
         )
         twin._rewind(before)
         return twin
@@ -288,6 +298,7 @@ class Episode:
                 tokens.logprobs[: before.token_ids],
                 None if tokens.entropies is None else tokens.entropies[: before.token_ids],
                 tokens.images[: before.images],
+                None if tokens.versions is None else tokens.versions[: before.token_ids],
             )
         trajectory.cost = copy.deepcopy(before.cost)
         trajectory.cost.tokens_out = 0
@@ -326,8 +337,26 @@ class Episode:
             self.trajectory.tokens = None
             return
         ids = list(completion.completion_ids)
-        tokens.append(ids, sampled=True, logprobs=completion.logprobs, entropies=completion.entropies)
+        tokens.append(
+            ids,
+            sampled=True,
+            logprobs=completion.logprobs,
+            entropies=completion.entropies,
+            versions=self._versions(completion),
+        )
         self._observation = (observation, ids)
+
+    def _versions(self, completion: Completion) -> list[int] | None:
+        """The policy version of each of the turn's sampled ids (a token branch's forced prefix:
+        its parent's), from the completion's `policy_version`, else the policy's version now; None
+        where a version is no number (a model's fingerprint, a hosted API's name)."""
+        own = completion.policy_version if completion.policy_version is not None else self.policy.version
+        version, ids = version_number(own), completion.completion_ids or ()
+        prefix = self._prefix
+        if version is None or (prefix is not None and prefix.versions is None):
+            return None
+        inherited = list(prefix.versions or ()) if prefix is not None else []
+        return inherited + [version] * (len(ids) - len(inherited))
 
     def _record_server_tokens(self, completion: Completion) -> None:
         """Token data from a server that returns ids (`gfcr serve`, vLLM's `return_token_ids`): each
@@ -356,7 +385,13 @@ class Episode:
         ids, entropies = completion.completion_ids, completion.entropies
         if entropies is not None and len(entropies) != len(ids):
             entropies = None  # estimates that do not line up with the ids are no data
-        tokens.append(ids, sampled=True, logprobs=completion.logprobs, entropies=entropies)
+        tokens.append(
+            ids,
+            sampled=True,
+            logprobs=completion.logprobs,
+            entropies=entropies,
+            versions=self._versions(completion),
+        )
 
     def _append_observation_tokens(self) -> None:
         """Encode the last observation once another turn follows it (a final one is never encoded)."""

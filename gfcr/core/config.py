@@ -24,6 +24,7 @@ import copy
 import dataclasses
 import difflib
 import functools
+import keyword
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -101,7 +102,7 @@ def _settings(cls: type) -> tuple[Setting, ...]:
             continue
         if not f.metadata.get("flatten"):
             help_, exclude = f.metadata.get("help", ""), f.metadata.get("exclude", ())
-            found.append(Setting(f.name, (f.name,), types[f.name], _default(f), help_, exclude))
+            found.append(Setting(_key(f.name), (f.name,), types[f.name], _default(f), help_, exclude))
             continue
         base = _default(f)
         if base is MISSING:
@@ -116,6 +117,16 @@ def _settings(cls: type) -> tuple[Setting, ...]:
     if twice := sorted({n for n in names if names.count(n) > 1}):
         raise TypeError(f"{cls.__name__}: settings named twice: {twice}")
     return tuple(found)
+
+
+def _key(name: str) -> str:
+    """A field's key in its table: its name, less the underscore that lets a Python keyword be a
+    field name (`async_` is the table `[async]`).
+
+    >>> _key("async_"), _key("seed_")
+    ('async', 'seed_')
+    """
+    return name[:-1] if keyword.iskeyword(name[:-1]) else name
 
 
 def from_dict(cls: type, data: Mapping[str, Any], where: str = TOP_LEVEL, exclude: Sequence[str] = ()) -> Any:

@@ -84,7 +84,9 @@ class Completion:
     `completion_ids` are the sampled tokens, the end-of-turn token included when one was sampled;
     `logprobs` their log-probabilities under the model; `entropies` the entropy (nats) of the
     distribution each token was drawn from, where the backend computes it (see its docs for
-    which distribution). `finish_reason` is "stop" or "length".
+    which distribution). `finish_reason` is "stop" or "length". `policy_version` names the weights
+    that sampled it, where the backend reports them per completion (an `hf:` policy a trainer
+    pushes weights to, `gfcr serve`): the version may change between two calls of one policy.
     """
 
     text: str
@@ -96,6 +98,7 @@ class Completion:
     entropies: tuple[float, ...] | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    policy_version: str | None = None
 
 
 @runtime_checkable
@@ -171,3 +174,12 @@ class AsyncPolicy(Policy, Protocol):
     max_concurrent_batches: int
 
     async def agenerate(self, requests: Sequence[Request]) -> list[Completion]: ...
+
+
+def version_number(version: str) -> int | None:
+    """A policy version as a number, when it is one (gfcr train's versions are its step counts).
+
+    >>> version_number("12"), version_number("a3f9")
+    (12, None)
+    """
+    return int(version) if version.lstrip("-").isdigit() else None

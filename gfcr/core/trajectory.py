@@ -58,13 +58,18 @@ class TokenData:
     Shapes: len(completion_ids) == len(loss_mask) == len(logprobs) (== len(entropies)).
     `images` are the images a vision-language policy's tokens show, in the order of their
     placeholder tokens in `prompt_ids + completion_ids` (a trainer gives them to the model's
-    forward pass with those ids); [] for text.
+    forward pass with those ids); [] for text. `versions`, where every policy turn named numbered
+    weights (a trainer's: `Completion.policy_version`), is the policy version that sampled each
+    token (-1 on observation tokens): in asynchronous training one episode's turns may come
+    from several versions; None where any turn's version was unknown.
 
     >>> tokens = TokenData([1])
     >>> tokens.append([5, 6], sampled=True, logprobs=[-0.5, -0.1], entropies=[2.0, 0.5])
     >>> tokens.append([9], sampled=False)
     >>> tokens.loss_mask, tokens.logprobs, tokens.entropies
     ([1, 1, 0], [-0.5, -0.1, 0.0], [2.0, 0.5, 0.0])
+    >>> tokens.versions is None  # no turn named its version
+    True
     """
 
     prompt_ids: list[int] = field(default_factory=list)
@@ -73,16 +78,17 @@ class TokenData:
     logprobs: list[float] = field(default_factory=list)
     entropies: list[float] | None = None
     images: list[Image] = field(default_factory=list)
+    versions: list[int] | None = None
 
     def __post_init__(self) -> None:
         lengths = {len(self.completion_ids), len(self.loss_mask), len(self.logprobs)}
-        if self.entropies is not None:
-            lengths.add(len(self.entropies))
+        optional = {"entropies": self.entropies, "versions": self.versions}
+        lengths |= {len(values) for values in optional.values() if values is not None}
         if len(lengths) != 1:
-            entropies = "" if self.entropies is None else f", entropies {len(self.entropies)}"
+            given = "".join(f", {name} {len(v)}" for name, v in optional.items() if v is not None)
             raise DataError(
                 f"token data lengths differ: completion_ids {len(self.completion_ids)}, "
-                f"loss_mask {len(self.loss_mask)}, logprobs {len(self.logprobs)}{entropies}; "
+                f"loss_mask {len(self.loss_mask)}, logprobs {len(self.logprobs)}{given}; "
                 "they must be equal"
             )
 
@@ -94,21 +100,31 @@ class TokenData:
         logprobs: Sequence[float] | None = None,
         entropies: Sequence[float] | None = None,
         images: Sequence[Image] = (),
+        versions: Sequence[int] | None = None,
     ) -> None:
         """Add `ids` after the completion so far: the policy's own tokens (`sampled`: loss mask 1,
-        their `logprobs`, 0.0 where None) or observation tokens (mask 0, logprob 0.0), with the
-        `images` whose placeholder tokens they hold.
+        their `logprobs`, 0.0 where None, and the policy `versions` that sampled each) or
+        observation tokens (mask 0, logprob 0.0, version -1), with the `images` whose
+        placeholder tokens they hold.
 
-        Entropies are kept while every sampled span has them, from the first: a span without them
-        drops them all (a partial list would not line up with the tokens it leaves out).
+        Entropies and versions are kept while every sampled span has them, from the first: a span
+        without them drops them all (a partial list would not line up with the tokens it leaves out).
         """
+        started = bool(self.completion_ids)
         if not sampled:
             if self.entropies is not None:
                 self.entropies += [0.0] * len(ids)
-        elif entropies is None or (self.entropies is None and self.completion_ids):
-            self.entropies = None
+            if self.versions is not None:
+                self.versions += [-1] * len(ids)
         else:
-            self.entropies = (self.entropies or []) + list(entropies)
+            if entropies is None or (self.entropies is None and started):
+                self.entropies = None
+            else:
+                self.entropies = (self.entropies or []) + list(entropies)
+            if versions is None or (self.versions is None and started):
+                self.versions = None
+            else:
+                self.versions = (self.versions or []) + list(versions)
         self.completion_ids += ids
         self.images += images
         self.loss_mask += [int(sampled)] * len(ids)
@@ -238,6 +254,8 @@ class Trajectory:
                 data["tokens"]["entropies"] = list(tokens.entropies)
             if tokens.images:  # likewise text-only lines
                 data["tokens"]["images"] = [image.sha256 for image in tokens.images]
+            if tokens.versions is not None:  # likewise lines of policies that name no versions
+                data["tokens"]["versions"] = list(tokens.versions)
         if data["remote"] is None:  # lines of local envs stay as they were before it existed
             del data["remote"]
         if not data["tools"]:  # likewise lines of episodes offered no tools

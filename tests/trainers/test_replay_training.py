@@ -15,8 +15,8 @@ import math
 
 import pytest
 
+from gfcr.core.policy import version_number
 from gfcr.filter.indicators import replayed
-from gfcr.replay import version_number
 from gfcr.trainers import Trainer
 
 
