@@ -6,8 +6,10 @@ connection errors, timeouts, 429s and 5xx with exponential backoff (`max_retries
 requested and kept where the server gives them, and so are token ids (`return_token_ids`, as
 `gfcr serve` and vLLM answer it) and the `top_logprobs` that token entropies are estimated from
 (`gfcr.filter.entropy.topk_entropy`); a server that refuses one of these fields is asked without
-it from then on. So the runner keeps a served model's trajectories as trainable as `hf:`'s. The API
-key is read from `OPENAI_API_KEY` ("EMPTY" if unset, which local servers accept).
+it from then on. So the runner keeps a served model's trajectories as trainable as `hf:`'s.
+`gfcr serve` also names the weights that generated each completion (`gfcr_policy_version`), kept
+as `Completion.policy_version`. The API key is read from `OPENAI_API_KEY` ("EMPTY" if unset, which
+local servers accept).
 
 The client lives on an event loop of the policy's own (a daemon thread), so `generate` works
 from plain code and `agenerate` from any other loop, such as the runner's.
@@ -117,7 +119,10 @@ class OpenAIPolicy:
             (usage.prompt_tokens, usage.completion_tokens // max(len(choices), 1)) if usage else (0, 0)
         )
         prompt_ids = getattr(response, "prompt_token_ids", None)
-        return [_completion(choice, prompt_tokens, completion_tokens, prompt_ids) for choice in choices]
+        version = getattr(response, "gfcr_policy_version", None)
+        return [
+            _completion(choice, prompt_tokens, completion_tokens, prompt_ids, version) for choice in choices
+        ]
 
     async def _create(self, arguments: dict[str, Any]) -> Any:
         """The chat completion, with token ids and top logprobs asked for while the server accepts them."""
@@ -141,9 +146,17 @@ class OpenAIPolicy:
 
 
 def _completion(
-    choice: Any, prompt_tokens: int, completion_tokens: int, prompt_ids: list[int] | None = None
+    choice: Any,
+    prompt_tokens: int,
+    completion_tokens: int,
+    prompt_ids: list[int] | None = None,
+    version: str | None = None,
 ) -> Completion:
-    """A Completion from one OpenAI choice; calls with unreadable arguments go back as text."""
+    """A Completion from one OpenAI choice; calls with unreadable arguments go back as text.
+
+    Its `policy_version` is `gfcr serve`'s `gfcr_policy_version`, the choice's own or else the
+    response's (`version`); None from other servers (their `system_fingerprint` names a backend
+    configuration, not weights)."""
     content = choice.message.content or ""
     raw_calls = choice.message.tool_calls or []
     calls: list[ToolCall] = []
@@ -177,4 +190,5 @@ def _completion(
         entropies=entropies,
         prompt_tokens=prompt_tokens,
         completion_tokens=len(logprobs) if logprobs else completion_tokens,
+        policy_version=getattr(choice, "gfcr_policy_version", None) or version,
     )

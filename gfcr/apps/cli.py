@@ -582,6 +582,13 @@ def serve(
     name: Annotated[
         str | None, typer.Option(help="Model name clients ask for (default: MODEL as given).")
     ] = None,
+    allow_weight_updates: Annotated[
+        bool,
+        typer.Option(
+            help="Open POST /v1/weights: anyone who reaches the server may make it load weights "
+            "from a path on its disk (a trainer's pushes; keep such a server on a trusted network)."
+        ),
+    ] = False,
 ) -> None:
     """Serve a local model over an OpenAI-compatible API (/v1/chat/completions with tools, /v1/models)."""
     with exit_on_error():
@@ -591,7 +598,9 @@ def serve(
             f"serving {name or model} at http://{host}:{port}/v1  (agent spec: openai:{name or model}@http://{host}:{port}/v1)"
         )
         with needs_extra("gfcr serve"):
-            run_server(model, host=host, port=port, model_name=name)
+            run_server(
+                model, host=host, port=port, model_name=name, allow_weight_updates=allow_weight_updates
+            )
 
 
 @app.command("serve-env")

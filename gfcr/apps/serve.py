@@ -2,13 +2,20 @@
 
 Endpoints: `GET /v1/models`, `POST /v1/chat/completions` (tools, `tool_choice` "auto" or
 "none", `n`, `stop`, `seed`, `logprobs`, vLLM's `return_token_ids`; no streaming),
-`GET /health`. Message content is text or OpenAI content parts: `text` and `image_url` parts
-holding `data:` URLs (images go to a vision-language model, one with `sees_images`; a text model
-refuses them with a 400 naming the fix). Concurrent requests are
-gathered into batches by the same `Batcher` the runner uses. With `tools` in the request,
-`<tool_call>` blocks the model writes come back as native `tool_calls` (finish reason
-"tool_calls"), the rest as `content`. What it cannot honour it refuses rather than ignores:
-`top_logprobs`, a forced `tool_choice`, a `response_format` other than text.
+`GET /health`, and weight pushes: `POST /v1/weights` (`{"path", "version"}`: a LoRA adapter folder
+or safetensors of the model's parameters, loaded while serving; only on a server started with
+`allow_weight_updates`, since it loads files from the server's disk: 403 otherwise) and
+`GET /v1/weights` (the version serving now). Each completion says which weights generated it:
+`gfcr_policy_version` on each choice and on the response (null there if a push fell between a
+request's samples), and OpenAI's `system_fingerprint`.
+
+Message content is text or OpenAI content parts: `text` and `image_url` parts holding `data:` URLs
+(images go to a vision-language model, one with `sees_images`; a text model refuses them with a
+400 naming the fix). Concurrent requests are gathered into batches by the same `Batcher` the
+runner uses. With `tools` in the request, `<tool_call>` blocks the model writes come back as
+native `tool_calls` (finish reason "tool_calls"), the rest as `content`. What it cannot honour
+it refuses rather than ignores: `top_logprobs`, a forced `tool_choice`, a `response_format` other
+than text.
 
 One request cannot take the server down: bodies are capped (`max_request_bytes`, 413), a prompt
 plus `max_tokens` must fit the model's context (400), and at most `max_pending` completions wait
@@ -17,6 +24,7 @@ at once (429 beyond). Errors use OpenAI's shape, `{"error": {"message", "type", 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -29,6 +37,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from gfcr.agents.policies.weights import load_weights_from
 from gfcr.agents.runner.batcher import Batcher
 from gfcr.apps.server_guard import Guard
 from gfcr.core import Message, ToolCall, parse_action
@@ -77,6 +86,13 @@ class ChatRequest(BaseModel):
         return None
 
 
+class WeightsPush(BaseModel):
+    """A `POST /v1/weights` body: weights on the server's disk and the version to call them."""
+
+    path: str = Field(min_length=1)
+    version: str = Field(min_length=1, max_length=256)
+
+
 def create_app(
     policy: HFPolicy,
     model_name: str,
@@ -84,14 +100,17 @@ def create_app(
     max_batch_size: int = 64,
     max_request_bytes: int = 16 << 20,
     max_pending: int = 1024,
+    allow_weight_updates: bool = False,
 ) -> Guard:
     """The ASGI app serving `policy` (a policy with a chat template, such as `HFPolicy`) as `model_name`.
 
-    `max_request_bytes` caps a request body, images included (they arrive inline, base64)."""
+    `max_request_bytes` caps a request body, images included (they arrive inline, base64).
+    `allow_weight_updates` opens `POST /v1/weights` to anyone who can reach the server."""
     app = FastAPI(title="gfcr serve", version="1")
     sees_images = bool(getattr(policy, "sees_images", False))
     batcher: dict[str, Batcher] = {}  # made on the server's event loop at first use
     pending = [0]  # completions asked for and not yet answered
+    pushing = asyncio.Lock()  # one weight push at a time
 
     def error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
         return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
@@ -111,6 +130,26 @@ def create_app(
             "object": "list",
             "data": [{"id": model_name, "object": "model", "created": 0, "owned_by": "gfcr"}],
         }
+
+    @app.get("/v1/weights")
+    async def weights() -> dict[str, str]:
+        return {"object": "weights", "version": policy.version}
+
+    @app.post("/v1/weights", response_model=None)
+    async def push_weights(body: WeightsPush) -> dict[str, Any] | JSONResponse:
+        if not allow_weight_updates:
+            return error(
+                403,
+                "weight updates are off on this server: they load files from its disk, so they need "
+                "`gfcr serve MODEL --allow-weight-updates` (on a trusted network)",
+                "permission_error",
+            )
+        async with pushing:
+            try:  # off the event loop: requests keep being answered while the files are read
+                tensors = await asyncio.to_thread(load_weights_from, policy, body.path, body.version)
+            except GfcrError as e:
+                return error(400, f"weights not loaded, still serving {policy.version!r}: {e}")
+        return {"object": "weights", "version": body.version, "tensors": tensors}
 
     @app.post("/v1/chat/completions", response_model=None)
     async def chat(body: ChatRequest) -> dict[str, Any] | JSONResponse:
@@ -160,7 +199,13 @@ def create_app(
             )
         finally:
             pending[0] -= body.n
-        choices = [_choice(i, c, policy, bool(tools), body.logprobs) for i, c in enumerate(completions)]
+        # the weights each completion came from; a policy that does not say: its version now
+        versions = [policy.version if c.policy_version is None else c.policy_version for c in completions]
+        choices = [
+            _choice(i, c, v, policy, bool(tools), body.logprobs)
+            for i, (c, v) in enumerate(zip(completions, versions, strict=True))
+        ]
+        version = versions[0] if len(set(versions)) == 1 else None  # n samples may straddle a push
         ids: dict[str, Any] = {}
         if body.return_token_ids:
             ids["prompt_token_ids"] = list(prompt_ids)
@@ -172,6 +217,8 @@ def create_app(
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model_name,
+            "system_fingerprint": version,
+            "gfcr_policy_version": version,
             "choices": choices,
             "usage": {
                 "prompt_tokens": len(prompt_ids),
@@ -183,14 +230,22 @@ def create_app(
     return Guard(app, token=None, max_request_bytes=max_request_bytes, idle_timeout_s=None)
 
 
-def serve(path: str, *, host: str = "127.0.0.1", port: int = 8000, model_name: str | None = None) -> None:
+def serve(
+    path: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    model_name: str | None = None,
+    allow_weight_updates: bool = False,
+) -> None:
     """Load the model at `path` and serve it until interrupted."""
     import uvicorn
 
     from gfcr.agents.policies.hf import HFPolicy
 
     policy = HFPolicy(path)
-    uvicorn.run(create_app(policy, model_name or path), host=host, port=port, log_level="warning")
+    app = create_app(policy, model_name or path, allow_weight_updates=allow_weight_updates)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
 def _message(data: dict[str, Any]) -> Message:
@@ -205,7 +260,7 @@ def _message(data: dict[str, Any]) -> Message:
 
 
 def _choice(
-    index: int, completion: Completion, policy: HFPolicy, with_tools: bool, logprobs: bool
+    index: int, completion: Completion, version: str, policy: HFPolicy, with_tools: bool, logprobs: bool
 ) -> dict[str, Any]:
     action, errors = parse_action(completion.text) if with_tools else (None, [])
     message: dict[str, Any] = {"role": "assistant", "content": completion.text}
@@ -216,7 +271,13 @@ def _choice(
             {**call.to_openai(), "id": f"call_{uuid.uuid4().hex[:24]}"} for call in action.tool_calls
         ]
         finish = "tool_calls"
-    choice: dict[str, Any] = {"index": index, "message": message, "finish_reason": finish, "logprobs": None}
+    choice: dict[str, Any] = {
+        "index": index,
+        "message": message,
+        "finish_reason": finish,
+        "logprobs": None,
+        "gfcr_policy_version": version,  # the weights that generated it
+    }
     if logprobs and completion.completion_ids is not None and completion.logprobs is not None:
         tokens = [policy.chat.decode([i]) for i in completion.completion_ids]
         choice["logprobs"] = {
