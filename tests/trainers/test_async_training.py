@@ -15,8 +15,13 @@ from gfcr.trainers.update import recompute_logprobs
 
 
 def _metrics_without_timing(history):
+    """Each step's metrics less its timings (seconds: a key with a part ending in `_s`, or perf/)."""
     return [
-        {k: v for k, v in step.items() if not k.startswith(("perf/", "async/wait_s", "optim/grad_norm"))}
+        {
+            k: v
+            for k, v in step.items()
+            if not k.startswith("perf/") and not any(p.endswith("_s") for p in k.split("/"))
+        }
         for step in history
     ]
 
@@ -200,3 +205,32 @@ def test_an_episode_running_across_a_weight_push_goes_on_with_the_new_weights(ti
         turn = branch.tokens.versions[: branch.tokens.loss_mask.index(0)]
         assert turn[:2] == [0, 0] and set(turn[2:]) == {1}
         assert branch.tokens.completion_ids[:2] == tokens.completion_ids[:2]
+
+
+def test_an_async_run_resumes_from_its_checkpoint(make_config):
+    """A checkpoint holds the pipeline's state after the last batch trained (not after the batches
+    made ahead): the resumed run makes those again and carries on, step for step."""
+    sections = {"async": {"max_staleness": 1}, "steps": 4, "checkpoint_every": 2}
+    first = Trainer(make_config("run", **sections))
+    _held_pushes(first, 1)  # each push waits for the next batch: step 2's is made before step 2 runs
+    first.train(until=2)
+    trained_rounds = first.rollout_state["rollouts"]["rounds_total"]
+    assert first.pipeline.rounds_total > trained_rounds  # the generator had made step 2's batch
+    resumed = Trainer(make_config("run", **sections))
+    resumed.begin()
+    assert resumed.step == 2 and resumed.pipeline.rounds_total == trained_rounds
+    history = resumed.train()
+    assert [h["step"] for h in history] == [3, 4]
+    assert all(h["async/staleness_max"] <= 1 for h in history)
+
+
+def test_lora_adapters_are_pushed_to_the_rollout_copy(make_config):
+    """With LoRA the rollout copy gets the trained adapters after each update, and only those."""
+    trainer = Trainer(make_config(steps=2, model={"lora_rank": 4}, **{"async": {"max_staleness": 1}}))
+    trainer.train()
+    copy = dict(trainer.models.policy.model.named_parameters())
+    trained = {n: p for n, p in trainer.model.named_parameters() if p.requires_grad}
+    assert trained and all("lora_" in n for n in trained)
+    for name, weight in trained.items():
+        assert torch.equal(copy[name], weight.detach()), name
+    assert copy[name] is not weight and trainer.models.policy.version == "2"
