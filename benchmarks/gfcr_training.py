@@ -48,6 +48,9 @@ VARIANTS: dict[str, list[str]] = {  # `gfcr train --set` overrides on top of the
         "control.oversample=1.0",
     ],
     "replay rescue": ["replay.enabled=true", "replay.rescue=true"],
+    # asynchronous training: the next steps' rollouts generated while this step's update runs
+    "async staleness 1": ["async.max_staleness=1"],
+    "async staleness 2": ["async.max_staleness=2"],
 }
 T_975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}  # Student's t
 

@@ -40,7 +40,7 @@ from gfcr.trainers.batching import ESTIMATORS
 from gfcr.trainers.losses import CORRECTIONS, LOSSES
 
 SCHEDULES = ("constant", "linear", "cosine")
-BACKENDS = ("hf", "vllm")
+BACKENDS = ("hf", "vllm", "served")
 # Clip ranges by loss when not given: GRPO/Dr. GRPO 0.2; DAPO clip-higher 0.2/0.28 (Yu et al. 2025);
 # GSPO's sequence ratios live much closer to 1: 3e-4/4e-4 (Zheng et al. 2025, §5.1).
 DEFAULT_EPSILONS = {"grpo": (0.2, 0.2), "dr_grpo": (0.2, 0.2), "dapo": (0.2, 0.28), "gspo": (3e-4, 4e-4)}
@@ -85,7 +85,14 @@ class RolloutConfig:
     """`[rollout]`: the trainer's keys below, and the runner's settings (`RunnerConfig`) beside them."""
 
     backend: str = setting(
-        "hf", "Generation engine: hf (the trained model generates, CPU/GPU) | vllm (weights synced)."
+        "hf",
+        "Generation engine: hf (the trained model generates, CPU/GPU) | vllm (weights synced) | served "
+        "(a gfcr serve at server_url; weights pushed).",
+    )
+    server_url: str | None = setting(
+        None,
+        "backend served: the URL of `gfcr serve MODEL --allow-weight-updates` serving [model] path, "
+        "on a disk this trainer writes to (out_dir/weights).",
     )
     prompts_per_step: int = setting(8, "G: groups per optimizer step.")
     group_size: int = setting(8, "K: samples per prompt (>= 2 for group advantages).")
@@ -101,6 +108,12 @@ class RolloutConfig:
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise UnknownNameError("rollout backend", self.backend, BACKENDS)
+        if (self.backend == "served") != (self.server_url is not None):
+            raise ConfigError(
+                "[rollout] backend = 'served' needs server_url (a gfcr serve --allow-weight-updates), and "
+                f"server_url is for that backend alone; got backend = {self.backend!r}, server_url = "
+                f"{self.server_url!r}"
+            )
         if self.group_size < 2:
             raise ConfigError(
                 f"[rollout] group_size must be >= 2 (advantages compare samples), got {self.group_size}"

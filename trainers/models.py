@@ -5,6 +5,12 @@
 - backend "vllm": a vLLM engine generates and a separate transformers model trains on the same
   GPU; `sync_weights` loads the new weights into the engine after every optimizer step.
 
+- backend "served": a `gfcr serve MODEL --allow-weight-updates` in another process (or machine
+  sharing the disk) generates, through the runner's `openai:` policy, and a local transformers
+  model trains; after every optimizer step the trained weights (with LoRA, the adapter) are
+  written to out_dir/weights and pushed to the server (`gfcr.agents.policies.weights`), which
+  names each completion's weights (`Completion.policy_version`).
+
 With `[async] max_staleness > 0` the hf backend generates with a copy of the model instead (an
 `HFPolicy.replica`), so that rollouts can run while the update changes the trained weights; after
 each step the trainable weights (with LoRA, the adapters alone) are pushed into the copy
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import os
+import shutil
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -49,37 +56,42 @@ class Models:
     # a vision-language model's processor (saved with checkpoints) and its images' pixel tensors
     processor: Any = None
     pixels: Pixels | None = None
+    chat: Any = None  # the trained model's chat encoder (`ChatEncoder`): SFT data is tokenized with it
 
 
 def load_models(config: TrainConfig) -> Models:
     """Load the policy and the trained model as `config.model` and `config.rollout` say."""
     # An absolute path, so that a saved LoRA adapter's `base_model_name_or_path` loads from anywhere.
     path = str(Path(config.model.path).resolve()) if Path(config.model.path).exists() else config.model.path
-    if config.rollout.backend == "vllm":
-        policy, model, tokenizer, device = _load_vllm(config, path)
+    backend = config.rollout.backend
+    if backend == "vllm":
+        local, model, tokenizer, device = _load_vllm(config, path)
     else:
         from gfcr.agents.policies.hf import HFPolicy
 
-        policy = HFPolicy(path, device=config.model.device)
-        model, tokenizer, device = policy.model, policy.tokenizer, policy.device
+        local = HFPolicy(path, device=config.model.device)
+        model, tokenizer, device = local.model, local.tokenizer, local.device
         if config.model.dtype == "bfloat16":
             model.to(torch.bfloat16)  # type: ignore[arg-type]  # transformers types .to() for devices only
     if config.model.lora_rank > 0:
         model = _with_lora(model, config)
-        if config.rollout.backend == "hf":
-            policy.model = model  # type: ignore[attr-defined]  # generation sees the adapters
+        if backend == "hf":
+            local.model = model  # type: ignore[attr-defined]  # generation sees the adapters
     else:
         model.requires_grad_(True)
-    if config.async_.max_staleness > 0 and config.rollout.backend == "hf":
-        policy = policy.replica(copy.deepcopy(model))  # type: ignore[attr-defined]  # an HFPolicy
+    policy: Policy = local
+    if backend == "served":
+        policy = served_policy(config, path)
+    elif config.async_.max_staleness > 0 and backend == "hf":
+        policy = local.replica(copy.deepcopy(model))  # type: ignore[attr-defined]  # an HFPolicy
     reference = ReferencePolicy(model) if config.loss.beta > 0 else None
-    pad_id = getattr(policy, "pad_id", None)
+    pad_id = getattr(local, "pad_id", None)
     if pad_id is None:
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     use_bf16 = config.model.bf16 and device.startswith("cuda") and torch.cuda.is_bf16_supported()
     autocast = partial(torch.autocast, "cuda", dtype=torch.bfloat16) if use_bf16 else nullcontext
-    pixels = policy.pixel_inputs if getattr(policy, "sees_images", False) else None  # type: ignore[attr-defined]
-    processor = getattr(getattr(policy, "chat", None), "processor", None)
+    pixels = local.pixel_inputs if getattr(local, "sees_images", False) else None  # type: ignore[attr-defined]
+    chat = getattr(local, "chat", None)
     return Models(
         policy,
         model,
@@ -89,9 +101,38 @@ def load_models(config: TrainConfig) -> Models:
         reference,
         _sync(policy, model, config),
         autocast,
-        processor,
+        getattr(chat, "processor", None),
         pixels,
+        chat,
     )
+
+
+def served_policy(config: TrainConfig, path: str) -> Policy:
+    """The `openai:` policy of `[rollout] server_url`, a `gfcr serve` of the model at `path`: the
+    served model's name is asked of the server, and its weights must be that model's (the version
+    a fresh server reports is the model folder's fingerprint) or an earlier push's (a number)."""
+    import httpx
+
+    from gfcr.agents.policies.hf import model_fingerprint
+    from gfcr.agents.policies.openai_api import OpenAIPolicy
+    from gfcr.core.policy import version_number
+
+    url = str(config.rollout.server_url).rstrip("/").removesuffix("/v1")
+    try:
+        name = httpx.get(f"{url}/v1/models", timeout=30).raise_for_status().json()["data"][0]["id"]
+        version = httpx.get(f"{url}/v1/weights", timeout=30).raise_for_status().json()["version"]
+    except (httpx.HTTPError, KeyError, IndexError, ValueError) as e:
+        raise ConfigError(
+            f"[rollout] server_url = {url!r}: no gfcr serve answers there ({e}); start one with "
+            f"`gfcr serve {path} --allow-weight-updates --port PORT`"
+        ) from e
+    if version != model_fingerprint(Path(path)) and version_number(version) is None:
+        raise ConfigError(
+            f"the server at {url} serves weights {version!r}, not those of [model] path = {path!r} "
+            f"(fingerprint {model_fingerprint(Path(path))!r}); serve the model the trainer trains: "
+            f"`gfcr serve {path} --allow-weight-updates`"
+        )
+    return OpenAIPolicy(name, f"{url}/v1", concurrency=config.rollout.runner.concurrency)
 
 
 def _load_vllm(config: TrainConfig, path: str) -> tuple[Policy, torch.nn.Module, Any, str]:
@@ -167,6 +208,8 @@ class ReferencePolicy:
 
 
 def _sync(policy: Policy, model: torch.nn.Module, config: TrainConfig) -> Callable[[int], None]:
+    if config.rollout.backend == "served":
+        return _push_to_server(model, config)
     if config.rollout.backend != "vllm" and getattr(policy, "model", None) is not model:
 
         def push(step: int) -> None:  # the policy generates with a copy: it gets the trained weights
@@ -193,6 +236,25 @@ def _sync(policy: Policy, model: torch.nn.Module, config: TrainConfig) -> Callab
             sync_weights(policy, model.named_parameters(), version=str(step))  # type: ignore[arg-type]
 
     return to_engine
+
+
+def _push_to_server(model: torch.nn.Module, config: TrainConfig) -> Callable[[int], None]:
+    """The served backend's weight sync: the trained weights (a LoRA adapter, else the trainable
+    parameters) written to out_dir/weights/step-N and pushed to the server as version N; only
+    the newest stay on disk."""
+    from gfcr.agents.policies.weights import push_weights, save_weights
+
+    folder = Path(config.out_dir) / "weights"
+    url = str(config.rollout.server_url)
+
+    def push(step: int) -> None:
+        name = f"step-{step:06d}"
+        push_weights(url, save_weights(model, folder / name), version=str(step))
+        for old in folder.iterdir():  # the server has loaded them: the files are no longer needed
+            if old.name != name:
+                shutil.rmtree(old)
+
+    return push
 
 
 def _merged_weights(base: torch.nn.Module) -> list[tuple[str, torch.Tensor]]:

@@ -360,8 +360,7 @@ class Trainer:
                 f"no trajectory reached [sft] min_reward = {config.sft.min_reward}; lower it or use a "
                 "stronger teacher (e.g. teacher = 'scripted:oracle')"
             )
-        chat = self.models.policy.chat  # type: ignore[attr-defined]  # hf: and vllm: policies have one
-        return sft_samples(kept, chat, config.env.kwargs)
+        return sft_samples(kept, self.models.chat, config.env.kwargs)
 
     def _run_teacher(self) -> list[Trajectory]:
         """The teacher's episodes that pass `min_reward`, in the order of their specs."""
