@@ -161,6 +161,8 @@ class RolloutPipeline:
         self.rounds_total = 0  # runs of the runner: each round's fresh sample seeds
         self.trimmed_leaves = self.extra_roots = 0  # this step's exact tree allocation (`_exact`)
         self.batch_judge_failures = 0  # episodes of this step a judge could not score
+        # this step's wall seconds with a policy batch, and with an env call, in flight
+        self.busy_s = {"policy": 0.0, "env": 0.0}
         self._task_sources: dict[str, Any] = {}  # env key -> its tasks (for judges that read gold)
 
     @classmethod
@@ -235,6 +237,7 @@ class RolloutPipeline:
         """Choose → keep: one step's rollouts over `candidates` (task ids; None: the whole pool)."""
         self.hook.stopped = self.hook.branched = self.batch_judge_failures = 0
         self.trimmed_leaves = self.extra_roots = 0
+        self.busy_s = {"policy": 0.0, "env": 0.0}
         self.batch = batch = StepBatch({})
         batch.decided = self.controller.collect(self.sample, list(candidates or self.task_ids))
         batch.groups, rescued = self._keep(batch.decided.groups)
@@ -287,8 +290,11 @@ class RolloutPipeline:
         )
         self.rounds_total += 1
         rank = {spec.id: i for i, spec in enumerate(specs)}
+        result = self.runner.run(specs)
+        self.busy_s["policy"] += result.policy_busy_s
+        self.busy_s["env"] += result.env_busy_s
         trajectories = sorted(  # the specs' order, each root before its branches: not the finish order
-            self.runner.run(specs).trajectories,
+            result.trajectories,
             key=lambda t: (rank.get(t.id.split(".")[0], len(rank)), len(branch_points(t.id)), t.id),
         )
         if isinstance(self.policy, GuidedPolicy):
@@ -387,6 +393,8 @@ class RolloutPipeline:
             "generate/extra_roots": float(self.extra_roots),
             "generate/tokens": float(sum(t.cost.tokens_out for t in generated)),
             "generate/guided": float(sum(bool(t.guidance) for t in generated)),
+            "generate/policy_busy_s": self.busy_s["policy"],  # summed over the step's rounds
+            "generate/env_busy_s": self.busy_s["env"],
             "decide/rounds": float(decided.rounds),
             "decide/runs": float(decided.runs),
             "decide/dropped_groups": float(decided.dropped),

@@ -21,6 +21,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
+from gfcr.agents.runner.busy import BusyClock
 from gfcr.agents.runner.threads import DaemonThreads
 from gfcr.core.policy import AsyncPolicy, Completion, Policy, Request
 from gfcr.errors import ConfigError, EpisodeError, PolicyError
@@ -51,14 +52,12 @@ class Batcher:
         self.timeout_s = timeout_s
         self.ready = ready
         self.max_in_flight = policy.max_concurrent_batches if isinstance(policy, AsyncPolicy) else 1
-        self.busy_s = 0.0  # seconds with at least one batch in flight
+        self.clock = BusyClock()  # batches in flight, and the seconds with at least one
         self._batch_s = 0.0  # moving average of a batch's duration
         self._free_since = 0.0  # when a batch slot last came free (time.monotonic)
         self.batches = 0
         self.failed_in_a_row = 0  # batches that failed since the last one that did not
         self._pending: list[tuple[Request, asyncio.Future[tuple[list[Completion], float]], float]] = []
-        self._in_flight = 0
-        self._busy_since = 0.0
         self._wake = asyncio.Event()
         self._dispatcher: asyncio.Task | None = None
         self._executor = DaemonThreads(1, "gfcr-policy")
@@ -91,7 +90,7 @@ class Batcher:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            while self._pending and self._in_flight < self.max_in_flight:
+            while self._pending and self.clock.in_flight < self.max_in_flight:
                 # stragglers are waited for from when the policy had room, not from the first request
                 waited = time.monotonic() - max(self._pending[0][2], self._free_since)
                 patience = self._patience()
@@ -102,9 +101,7 @@ class Batcher:
                     self._pending[: self.max_batch_size],
                     self._pending[self.max_batch_size :],
                 )
-                if self._in_flight == 0:
-                    self._busy_since = time.perf_counter()
-                self._in_flight += 1
+                self.clock.enter()
                 asyncio.create_task(self._run(batch))
 
     def _patience(self) -> float:
@@ -157,10 +154,8 @@ class Batcher:
             duration = time.perf_counter() - started
             self._batch_s = duration if self.batches == 0 else 0.8 * self._batch_s + 0.2 * duration
             self.batches += 1
-            self._in_flight -= 1
+            self.clock.exit()
             self._free_since = time.monotonic()
-            if self._in_flight == 0:
-                self.busy_s += time.perf_counter() - self._busy_since
             self._wake.set()
 
     async def _generate(self, requests: list[Request]) -> list[Completion]:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gfcr.agents.runner.batcher import Batcher
+from gfcr.agents.runner.busy import BusyClock
 from gfcr.agents.runner.env_pools import NODE_LOST, WORKER_LOST, EnvPool, ProcessEnvPool, ThreadEnvPool
 from gfcr.agents.runner.env_servers import EnvServers
 from gfcr.agents.runner.episode import Episode, StepResult, episode_solved
@@ -154,6 +155,7 @@ class RunResult:
     trajectories: list[Trajectory]
     seconds: float = 0.0
     policy_busy_s: float = 0.0  # wall seconds with a policy batch in flight
+    env_busy_s: float = 0.0  # wall seconds with an env call in flight (reset, step, a branch's replay)
     policy_batches: int = 0
     resumed: int = 0  # trajectories already in the file, not run again
     lost: dict[str, str] = field(default_factory=dict)  # env servers, Ray nodes lost mid-run -> what happened
@@ -273,7 +275,8 @@ class Runner:
                     bar.advance(trajectory, resumed=True)
             await self._collect(run, result, writer, bar, on_episode)
         result.seconds = time.perf_counter() - started
-        result.policy_busy_s, result.policy_batches = run.batcher.busy_s, run.batcher.batches
+        result.policy_busy_s, result.policy_batches = run.batcher.clock.busy_s, run.batcher.batches
+        result.env_busy_s = run.env_clock.busy_s
         result.lost = {**run.lost, **run.pool.lost}
         if run.stopped is not None:
             done = len(result.trajectories)
@@ -340,6 +343,7 @@ class _Run:
             timeout_s=self.config.policy_timeout_s,
             ready=self._all_waiting,
         )
+        self.env_clock = BusyClock()  # env calls in flight: resets, steps, branches' replays
         self.outages: Outages[_Outcome] = Outages(self.config.max_consecutive_failures)
         self.lost: dict[str, str] = {}  # env servers taken out of service -> why
         self.stopped: str | None = None  # why the run stopped early
@@ -468,7 +472,8 @@ class _Run:
         """
         spec = work.spec
         try:
-            reset = await self.pool.reset(key, spec.env, spec.task_id, spec.seed)
+            with self.env_clock:
+                reset = await self.pool.reset(key, spec.env, spec.task_id, spec.seed)
             if work.prefix is not None:  # a branch plays a copy: a retried attempt starts it unplayed
                 episode = work.prefix.branch(work.id)
             else:
@@ -482,7 +487,8 @@ class _Run:
                 )
             holder[0] = episode.trajectory
             for action in episode.actions:  # a branch: bring the fresh env to the prefix's state
-                await self.pool.step(key, action)
+                with self.env_clock:
+                    await self.pool.step(key, action)
             episode.trajectory.cost.env_s += time.perf_counter() - started
         finally:
             self.starting -= 1
@@ -555,7 +561,8 @@ class _Run:
     async def _step(self, key: str, action: str | Action) -> StepResult:
         self.stepping += 1
         try:
-            return await self.pool.step(key, action)
+            with self.env_clock:
+                return await self.pool.step(key, action)
         finally:
             self.stepping -= 1
             self.batcher.poke()
