@@ -312,6 +312,11 @@ class AsyncConfig:
         "steps' episodes are generated while this step's update runs. 0: synchronous (rollout, then "
         "update).",
     )
+    interrupt_turns: bool = setting(
+        False,
+        "A weight push stops the turns being generated at their next token, and the new weights sample "
+        "the rest (partial rollouts; hf backend). false: a push waits for the batch being generated.",
+    )
     correction: str = setting(
         "tis",
         "How stale samples are corrected: recompute (decoupled PPO: the ratio's π_old is the current "
@@ -324,6 +329,11 @@ class AsyncConfig:
             raise ConfigError(f"[async] max_staleness must be >= 0, got {self.max_staleness}")
         if self.correction not in CORRECTIONS:
             raise UnknownNameError("[async] correction", self.correction, CORRECTIONS)
+        if self.interrupt_turns and self.max_staleness == 0:
+            raise ConfigError(
+                "[async] interrupt_turns stops turns for weight pushes while rollouts run ahead: set "
+                "max_staleness >= 1 (with 0, no turn is being generated during a push)"
+            )
 
 
 # [rollout] sizes every step, and the trainer's seed seeds Control: [control] leaves them out
@@ -452,6 +462,11 @@ class TrainConfig:
             raise ConfigError("need steps >= 0, checkpoint_every >= 0, keep_checkpoints >= 1")
         if self.sample_budget is not None and self.sample_budget < 1:
             raise ConfigError(f"sample_budget must be >= 1 (or unset), got {self.sample_budget}")
+        if self.async_.interrupt_turns and self.rollout.backend != "hf":
+            raise ConfigError(
+                f"[async] interrupt_turns needs [rollout] backend = 'hf' (its generation stops for a push); "
+                f"the {self.rollout.backend!r} backend finishes each batch first: set interrupt_turns = false"
+            )
         control = self.pipeline.control
         if control.early_stopping and control.wave > self.rollout.group_size:
             raise ConfigError(

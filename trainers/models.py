@@ -84,6 +84,7 @@ def load_models(config: TrainConfig) -> Models:
         policy = served_policy(config, path)
     elif config.async_.max_staleness > 0 and backend == "hf":
         policy = local.replica(copy.deepcopy(model))  # type: ignore[attr-defined]  # an HFPolicy
+        policy.interruptible = config.async_.interrupt_turns  # type: ignore[attr-defined]
     reference = ReferencePolicy(model) if config.loss.beta > 0 else None
     pad_id = getattr(local, "pad_id", None)
     if pad_id is None:

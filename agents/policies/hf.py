@@ -23,7 +23,10 @@ are never sampled (a placeholder with no picture behind it would break the train
 
 Weights can be pushed in while the policy serves (`load_weights`, a trainer's weight sync): a
 push waits for the batch being generated and the next batch waits for the push, so every
-completion comes from one set of weights, named by its `Completion.policy_version`.
+completion comes from one set of weights, named by its `Completion.policy_version`. An
+`interruptible` policy does not make a push wait for a whole batch: the push stops it after the
+token being generated, and each row not finished comes back with `finish_reason="interrupted"`
+and the tokens it has; the runner asks for the rest of the turn, which the new weights sample.
 """
 
 from __future__ import annotations
@@ -179,6 +182,8 @@ class HFPolicy(ChatTokens):
         )
         self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 1 << 30))
         self.weights_lock = threading.Lock()  # held by each batch's generation and by `load_weights`
+        self.interruptible = False  # a push stops the batch being generated (see the module's docs)
+        self.push_pending = threading.Event()  # set while a push waits for the weights
 
     def replica(self, model: Any, version: str | None = None) -> HFPolicy:
         """This policy generating with `model` (a copy of its weights, say) instead: the trainer's
@@ -194,7 +199,7 @@ class HFPolicy(ChatTokens):
         """
         twin = copy.copy(self)
         twin.model = model
-        twin.weights_lock = threading.Lock()
+        twin.weights_lock, twin.push_pending = threading.Lock(), threading.Event()
         twin.version = self.version if version is None else version
         return twin
 
@@ -231,10 +236,14 @@ class HFPolicy(ChatTokens):
                 + (f"other shapes for {mismatched[:3]}; " if mismatched else "")
                 + "push tensors named and shaped as the model's own parameters (model.named_parameters())"
             )
-        with self.weights_lock, torch.no_grad():
-            for name, tensor in given.items():
-                params[name].copy_(tensor.to(params[name].device, params[name].dtype))
-            self.version = version
+        self.push_pending.set()  # an interruptible batch stops at its next token
+        try:
+            with self.weights_lock, torch.no_grad():
+                for name, tensor in given.items():
+                    params[name].copy_(tensor.to(params[name].device, params[name].dtype))
+                self.version = version
+        finally:
+            self.push_pending.clear()
 
     def pixel_inputs(self, images: Sequence[Image]) -> dict[str, Any]:
         """The model's image tensors for `images`, in order ({} for none, or for a text model)."""
@@ -297,6 +306,7 @@ class HFPolicy(ChatTokens):
         input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
         images = [image for i in live for image in rows[i].images]  # in placeholder order, row by row
         pixels = {name: t.to(self.device) for name, t in self.pixel_inputs(images).items()}
+        pushed = _StopForPush(self.push_pending if self.interruptible else None)
         with self.weights_lock, torch.inference_mode():
             version = self.version  # the weights this batch is generated with, pushed or not
             cache = (
@@ -320,7 +330,7 @@ class HFPolicy(ChatTokens):
                 eos_token_id=self.end_ids,
                 pad_token_id=self.pad_id,
                 suppress_tokens=self.chat.placeholder_ids if isinstance(self.chat, VisionChat) else None,
-                stopping_criteria=[_StopStrings(width, sampling.stop, self.chat.decode)],
+                stopping_criteria=[_StopStrings(width, sampling.stop, self.chat.decode), pushed],
                 output_logits=True,
                 return_dict_in_generate=True,
             )
@@ -337,6 +347,8 @@ class HFPolicy(ChatTokens):
         entropies = torch.stack(sampler.entropies, dim=1).tolist()  # (B, T)
         for row_number, i in enumerate(live):
             ids, finish = self._cut(new_tokens[row_number], budgets[i], rows[i].sampling.stop)
+            if pushed.fired and finish == "length" and len(ids) < budgets[i]:
+                finish = "interrupted"  # its turn goes on after the push
             out[i] = Completion(
                 self.chat.completion_text(ids),
                 finish_reason=finish,
@@ -502,6 +514,20 @@ class _StopStrings:
         rows = input_ids[:, self.prompt_width :].tolist()  # (B, T) generated so far
         stopped = [_ends_with_stop(row, self.stop, self.decode) for row in rows]
         return torch.tensor(stopped, device=input_ids.device)
+
+
+class _StopForPush:
+    """A `transformers` stopping criterion that stops every row once `pending` is set (a weight
+    push waits); `fired` says it did. With `pending` None it never stops anything."""
+
+    def __init__(self, pending: threading.Event | None) -> None:
+        self.pending, self.fired = pending, False
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        self.fired = self.fired or (self.pending is not None and self.pending.is_set())
+        return torch.full((input_ids.shape[0],), self.fired, dtype=torch.bool, device=input_ids.device)
 
 
 def _check_model_path(path: str) -> None:

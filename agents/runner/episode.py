@@ -73,6 +73,7 @@ class _Prefix:
     logprobs: tuple[float, ...]
     entropies: tuple[float, ...] | None
     versions: tuple[int, ...] | None  # the policy versions that sampled them
+    inherited: int  # how many of the first ids a parent episode sampled (the rest are this one's)
 
 
 class Episode:
@@ -124,6 +125,7 @@ class Episode:
         self._shared_tokens = 0  # policy tokens of this episode that an ancestor generated (and counts)
         self._before_turn: _Turn | None = None
         self._prefix: _Prefix | None = None  # a token branch's forced start of its next turn
+        self.resumed_turns = 0  # times a turn was interrupted by a weight push and resumed
 
     def _encode_prompt(self, policy: Policy) -> list[int]:
         """The prompt's ids. A policy that wants to know an episode's task before it renders the
@@ -154,6 +156,10 @@ class Episode:
             sampling = replace(sampling, seed=seed)
         tokens = self.trajectory.tokens
         prompt_ids = tuple(tokens.prompt_ids + tokens.completion_ids) if tokens is not None else None
+        prefix = self._prefix
+        if prefix is not None and len(prefix.ids) > prefix.inherited and sampling.seed is not None:
+            # an interrupted turn's rest: draws apart from its start's
+            sampling = replace(sampling, seed=turn_seed(sampling.seed, len(prefix.ids)))
         if self._prefix is not None and prompt_ids is not None:
             prompt_ids += self._prefix.ids
             # >= 1: the parent sampled more than the prefix under the same cap
@@ -186,11 +192,9 @@ class Episode:
             self.completion_tokens,
             copy.deepcopy(trajectory.cost),
         )
-        trajectory.cost.policy_s += policy_s
+        self._charge(completion, policy_s)
         trajectory.cost.env_s += env_s
         trajectory.cost.wait_s = add_waits(trajectory.cost.wait_s, info.get("wait_s"))
-        trajectory.cost.tokens_in += completion.prompt_tokens
-        trajectory.cost.tokens_out += completion.completion_tokens or len(completion.completion_ids or ())
         completion = self._whole_turn(completion)
         self.actions.append(_action(completion))
         self.messages.append(Message("assistant", completion.text, completion.tool_calls))
@@ -210,9 +214,39 @@ class Episode:
         )
         self.done = terminated or truncated
         self._record_tokens(completion, info["messages"])
-        if self._prefix is not None:  # the prefix is this episode's now: in its length, not its cost
-            self._shared_tokens += len(self._prefix.ids)
+        if self._prefix is not None:  # a parent's prefix is this episode's now: in its length, not its cost
+            self._shared_tokens += self._prefix.inherited
             self._prefix = None
+
+    def _charge(self, completion: Completion, policy_s: float) -> None:
+        """Add a completion's policy seconds and tokens to the episode's cost."""
+        cost = self.trajectory.cost
+        cost.policy_s += policy_s
+        cost.tokens_in += completion.prompt_tokens
+        cost.tokens_out += completion.completion_tokens or len(completion.completion_ids or ())
+
+    def interrupted(self, completion: Completion, *, policy_s: float) -> None:
+        """Keep the first tokens of a turn the policy was interrupted in (`finish_reason
+        "interrupted"`: new weights were pushed) as the start of that turn: the next `request`
+        continues them, with the turn's budget less them, and `record` puts them before the rest.
+        Their cost is this episode's now; their versions stay those that sampled them."""
+        whole = self._whole_turn(completion)
+        if whole.completion_ids is None or whole.logprobs is None:
+            raise EpisodeError(
+                "policy error",
+                f"{self.policy.name} interrupted a turn without its token ids and logprobs; only a "
+                "policy with token ids can resume a turn",
+            )
+        self._charge(completion, policy_s)
+        versions = self._versions(completion)
+        self._prefix = _Prefix(
+            whole.completion_ids,
+            whole.logprobs,
+            whole.entropies,
+            None if versions is None else tuple(versions),
+            self._prefix.inherited if self._prefix is not None else 0,
+        )
+        self.resumed_turns += 1
 
     def finish(self) -> Trajectory:
         """The trajectory, its wall-clock seconds (`cost.wall_s`) set from `started` to now."""
@@ -279,6 +313,7 @@ class Episode:
             tuple(tokens.logprobs[start]),
             None if tokens.entropies is None else tuple(tokens.entropies[start]),
             None if tokens.versions is None else tuple(tokens.versions[start]),
+            offset,
         )
         twin._rewind(before)
         return twin

@@ -519,6 +519,9 @@ class _Run:
             # charged its share of the batch, so the episodes' policy seconds sum to the policy's
             completions, policy_s = await self.batcher.submit_timed(episode.request(turn_sampling))
             completion = completions[0]
+            if completion.finish_reason == "interrupted":  # new weights were pushed: the turn goes on
+                episode.interrupted(completion, policy_s=policy_s)
+                continue
             started = time.perf_counter()
             result = await self._step(key, episode.action(completion))
             episode.record(completion, result, policy_s=policy_s, env_s=time.perf_counter() - started)

@@ -84,7 +84,9 @@ class Completion:
     `completion_ids` are the sampled tokens, the end-of-turn token included when one was sampled;
     `logprobs` their log-probabilities under the model; `entropies` the entropy (nats) of the
     distribution each token was drawn from, where the backend computes it (see its docs for
-    which distribution). `finish_reason` is "stop" or "length". `policy_version` names the weights
+    which distribution). `finish_reason` is "stop" or "length", or "interrupted" for a turn an
+    interruptible policy stopped for a weight push (the runner asks for the rest of it: its
+    completion then continues these ids). `policy_version` names the weights
     that sampled it, where the backend reports them per completion (an `hf:` policy a trainer
     pushes weights to, `gfcr serve`): the version may change between two calls of one policy.
     """

@@ -234,3 +234,79 @@ def test_lora_adapters_are_pushed_to_the_rollout_copy(make_config):
     for name, weight in trained.items():
         assert torch.equal(copy[name], weight.detach()), name
     assert copy[name] is not weight and trainer.models.policy.version == "2"
+
+
+def test_a_turn_interrupted_by_a_push_is_finished_by_the_new_weights(tiny_model, steps_env):
+    """Partial rollouts at a token boundary: an interruptible policy stops a turn for a push; the
+    runner asks for the rest of the turn, which the pushed weights sample. The turn is one step
+    with one action, its tokens all at loss mask 1, the first ones named version 0 with version 0's
+    logprobs, the rest version 1 with version 1's; its cost counts every token once."""
+    from gfcr.agents import Runner, RunnerConfig, episodes_for_env
+    from gfcr.agents.policies.hf import HFPolicy
+    from gfcr.core import Controller, Decision
+    from gfcr.core.policy import SamplingParams
+
+    before_weights = {n: p.detach().clone() for n, p in HFPolicy(tiny_model).model.named_parameters()}
+    after = {
+        n: w + 0.05 * torch.randn(w.shape, generator=torch.Generator().manual_seed(1))
+        for n, w in before_weights.items()
+    }
+
+    class PushedDuringTurnTwo(HFPolicy):
+        """The push of `after` arrives while turn 2 is generated (set off by the controller)."""
+
+        def generate(self, requests):
+            out = super().generate(requests)
+            if self.push_pending.is_set():  # what `load_weights` sets while it waits for the lock
+                self.load_weights(after, version="1")
+            return out
+
+    policy = PushedDuringTurnTwo(tiny_model)
+    policy.version, policy.interruptible = "0", True
+
+    class PushAfterTurnOne(Controller):
+        def after_step(self, trajectory):
+            if len(trajectory.steps) == 1:
+                policy.push_pending.set()  # turn 2 stops after its first token
+            return Decision()
+
+    config = RunnerConfig(concurrency=1, sampling=SamplingParams(max_tokens=8))
+    spec = episodes_for_env(steps_env, 1, seed=5)[0]
+    (trajectory,) = Runner(policy, config, controller=PushAfterTurnOne()).run([spec]).trajectories
+    assert trajectory.status == "ok" and len(trajectory.steps) == 3, trajectory.failure
+    tokens = trajectory.tokens
+    turns, start = [], 0
+    for i, (m, next_m) in enumerate(zip(tokens.loss_mask, [*tokens.loss_mask[1:], 0], strict=True)):
+        if m and not next_m:
+            turns.append(list(range(start, i + 1)))
+        if not m:
+            start = i + 1
+    second = turns[1]
+    assert [tokens.versions[i] for i in second] == [0] + [1] * (len(second) - 1)
+    assert all(tokens.versions[i] == 0 for i in turns[0]) and all(tokens.versions[i] == 1 for i in turns[2])
+    assert trajectory.steps[1].action == policy.decode([tokens.completion_ids[i] for i in second])
+    assert trajectory.cost.tokens_out == sum(tokens.loss_mask)
+    ids = torch.tensor([tokens.prompt_ids + tokens.completion_ids])
+    prompt = len(tokens.prompt_ids)
+    for weights, version in ((before_weights, 0), (after, 1)):
+        policy.load_weights(weights, version=str(version))
+        with torch.no_grad():
+            logits = policy.model(ids).logits.float()
+        lp = torch.log_softmax(logits[0, :-1], -1).gather(1, ids[0, 1:, None])[:, 0]
+        own = [i for i, v in enumerate(tokens.versions) if v == version]
+        expected = torch.tensor([tokens.logprobs[i] for i in own])
+        assert torch.allclose(lp[[prompt - 1 + i for i in own]], expected, atol=1e-4)
+
+
+def test_interrupted_turns_in_async_training_keep_the_bound(make_config):
+    """[async] interrupt_turns: pushes stop the turns in flight; training runs and the bound holds."""
+    trainer = Trainer(
+        make_config(
+            steps=3, rollout={"max_tokens": 24}, **{"async": {"max_staleness": 1, "interrupt_turns": True}}
+        )
+    )
+    assert trainer.models.policy.interruptible
+    history = trainer.train()
+    assert all(h["async/staleness_max"] <= 1 for h in history)
+    for t in trainer.last_rollout.trained:
+        assert all(v >= 1 for v, m in zip(t.tokens.versions, t.tokens.loss_mask, strict=True) if m)
