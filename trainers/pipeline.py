@@ -395,6 +395,7 @@ class RolloutPipeline:
             "generate/guided": float(sum(bool(t.guidance) for t in generated)),
             "generate/policy_busy_s": self.busy_s["policy"],  # summed over the step's rounds
             "generate/env_busy_s": self.busy_s["env"],
+            "generate/mixed_version_turns": float(sum(mixed_version_turns(t) for t in generated)),
             "decide/rounds": float(decided.rounds),
             "decide/runs": float(decided.runs),
             "decide/dropped_groups": float(decided.dropped),
@@ -470,6 +471,28 @@ def task_source(env: EnvConfig) -> Any:
         return made.unwrapped.tasks  # type: ignore[attr-defined]  # every gfcr env is a TextEnv
     finally:
         made.close()
+
+
+def mixed_version_turns(trajectory: Trajectory) -> int:
+    """Turns of `trajectory` sampled by more than one policy version: turns a weight push
+    interrupted and the new weights finished ([async] interrupt_turns), or token branches of an
+    older parent; 0 without recorded versions.
+
+    >>> from gfcr.core import TokenData
+    >>> tokens = TokenData([1], [5, 6, 7, 8, 9], [1, 1, 0, 1, 1], [0.0] * 5, versions=[0, 1, -1, 1, 1])
+    >>> mixed_version_turns(Trajectory("e", "t", "?", tokens=tokens))
+    1
+    """
+    tokens = trajectory.tokens
+    if tokens is None or tokens.versions is None:
+        return 0
+    mixed, turn = 0, set()
+    for version, sampled in zip([*tokens.versions, -1], [*tokens.loss_mask, 0], strict=True):
+        if sampled:
+            turn.add(version)
+        elif turn:  # an observation token (or the end) closes the turn
+            mixed, turn = mixed + (len(turn) > 1), set()
+    return mixed
 
 
 def rollout_metrics(batch: StepBatch) -> dict[str, float]:

@@ -11,6 +11,7 @@ import torch
 from gfcr.trainers import Trainer
 from gfcr.trainers import trainer as trainer_module
 from gfcr.trainers.losses import tis_weights
+from gfcr.trainers.pipeline import mixed_version_turns
 from gfcr.trainers.update import recompute_logprobs
 
 
@@ -286,6 +287,7 @@ def test_a_turn_interrupted_by_a_push_is_finished_by_the_new_weights(tiny_model,
     assert all(tokens.versions[i] == 0 for i in turns[0]) and all(tokens.versions[i] == 1 for i in turns[2])
     assert trajectory.steps[1].action == policy.decode([tokens.completion_ids[i] for i in second])
     assert trajectory.cost.tokens_out == sum(tokens.loss_mask)
+    assert mixed_version_turns(trajectory) == 1  # what generate/mixed_version_turns counts
     ids = torch.tensor([tokens.prompt_ids + tokens.completion_ids])
     prompt = len(tokens.prompt_ids)
     for weights, version in ((before_weights, 0), (after, 1)):
