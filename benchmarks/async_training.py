@@ -4,6 +4,13 @@
 Run from the repository root:
 
     .venv/bin/python benchmarks/async_training.py --json docs/bench_async_overlap.json
+    .venv/bin/python benchmarks/async_training.py --served --env tooluse --steps 10 --prompts 4 \
+        --group-size 8 --max-tokens 64 --json docs/bench_async_served.json
+
+`--served` generates on a `gfcr serve --allow-weight-updates` of the same model in a process of
+its own (`[rollout] backend = "served"`, the weights pushed after every update): a policy whose
+latency is another process's, as a served engine's is. With `--env tooluse` the envs are light,
+so a step is the server's generation, then the trainer's update.
 
 The workload is env-heavy: `gfcr/SWE-v0` on one project (`--dataset`, default parse) with
 `max_turns = 2`, so every episode ends in a verdict, the project's own test suite run in a fresh
@@ -40,16 +47,22 @@ timed alone; perfect overlap would take the larger, no overlap their sum.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
+import socket
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -85,16 +98,58 @@ class Mode:
         return "synchronous, recompute" if self.recompute else "synchronous"
 
 
-def train_config(model: Path, args: argparse.Namespace, mode: Mode, out: Path) -> TrainConfig:
+ENVS = {  # --env: the env-heavy workload, and a light one for a latency-bound (served) policy
+    "swe": lambda args: {
+        "id": "gfcr/SWE-v0",
+        "kwargs": {"dataset": args.dataset, "max_turns": args.max_turns},
+    },
+    "tooluse": lambda args: {"id": "gfcr/ToolUse-v0", "kwargs": {"max_turns": args.max_turns}},
+}
+
+
+@contextlib.contextmanager
+def served(model: Path, threads: int) -> Iterator[str]:
+    """`gfcr serve MODEL --allow-weight-updates` in a process of its own (`threads` torch
+    threads), once it answers: its URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = [
+        sys.executable,
+        "-m",
+        "gfcr",
+        "serve",
+        str(model),
+        "--allow-weight-updates",
+        "--port",
+        str(port),
+    ]
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            if process.poll() is not None:
+                raise RuntimeError(f"gfcr serve exited with {process.returncode}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def train_config(
+    model: Path, args: argparse.Namespace, mode: Mode, out: Path, server: str | None = None
+) -> TrainConfig:
     samples = args.prompts * args.group_size
+    backend = {"backend": "served", "server_url": server} if server else {}
     return TrainConfig.from_dict(
         {
             "model": {"path": str(model)},
-            "env": {
-                "id": "gfcr/SWE-v0",
-                "kwargs": {"dataset": args.dataset, "max_turns": args.max_turns},
-                "num_tasks": args.num_tasks,
-            },
+            "env": {**ENVS[args.env](args), "num_tasks": args.num_tasks},
             "rollout": {
                 "prompts_per_step": args.prompts,
                 "group_size": args.group_size,
@@ -102,6 +157,7 @@ def train_config(model: Path, args: argparse.Namespace, mode: Mode, out: Path) -
                 "stop": [args.stop],
                 "concurrency": samples,
                 "num_env_workers": samples,
+                **backend,
             },
             # Kimi k1.5's group length term, on completions of lengths that vary (`--stop`): random
             # text is never solved, and without a reward spread every advantage is 0, no update runs
@@ -118,10 +174,13 @@ def train_config(model: Path, args: argparse.Namespace, mode: Mode, out: Path) -
     )
 
 
-def run_mode(model: Path, args: argparse.Namespace, mode: Mode, out: Path) -> dict[str, Any]:
-    """Train `args.steps` steps in `mode`; the wall time and sums of the step metrics."""
+def run_mode(
+    model: Path, args: argparse.Namespace, mode: Mode, out: Path, server: str | None = None
+) -> dict[str, Any]:
+    """Train `args.steps` steps in `mode` (generating on `server`, a gfcr serve, where given); the
+    wall time and sums of the step metrics."""
     load = os.getloadavg()
-    trainer = Trainer(train_config(model, args, mode, out), resume=False)
+    trainer = Trainer(train_config(model, args, mode, out, server), resume=False)
     trainer.begin()
     parameters = sum(p.numel() for p in trainer.model.parameters())
     cpu_before, started = cpu_jiffies(), time.perf_counter()
@@ -212,6 +271,12 @@ def main() -> None:
         "--stop", default=")", help="A stop string: random completions end at different lengths."
     )
     parser.add_argument("--max-turns", type=int, default=2, help="Turns per episode; the last is judged.")
+    parser.add_argument("--env", choices=sorted(ENVS), default="swe", help="The workload's env.")
+    parser.add_argument(
+        "--served",
+        action="store_true",
+        help="Generate on a gfcr serve in another process (weights pushed after each update).",
+    )
     parser.add_argument("--dataset", default="parse", help="The SWE-v0 project.")
     parser.add_argument("--num-tasks", type=int, default=10)
     parser.add_argument("--hidden-size", type=int, default=128, help="The tiny model's width.")
@@ -232,9 +297,10 @@ def main() -> None:
         modes = [Mode(0), *([Mode(0, recompute=True)] if args.sync_recompute else [])]
         modes += [Mode(staleness) for staleness in args.staleness[1:]]
         results = []
-        for mode in modes:
-            results.append(run_mode(model, args, mode, out))
-            console.log(f"{mode.name}: {results[-1]['wall_s']:.1f} s")
+        with served(model, args.threads) if args.served else contextlib.nullcontext() as server:
+            for mode in modes:  # each run's begin() pushes its initial weights to the server
+                results.append(run_mode(model, args, mode, out, server))
+                console.log(f"{mode.name}: {results[-1]['wall_s']:.1f} s")
     sync = results[0]
     # the asynchronous update's work alone: the synchronous one that recomputes, where it ran
     updates = results[1]["update_s"] if args.sync_recompute else sync["update_s"]
