@@ -16,7 +16,7 @@ One RL step:
 4. the rollout engine gets the new weights, metrics are logged, a checkpoint is written every
    `checkpoint_every` steps.
 
-With `[async] max_staleness = S > 0` step 1 runs ahead on a thread of its own (`overlap.py`):
+With `[async] max_staleness = S > 0` the rollouts (1.) run ahead on a thread of their own (`overlap.py`):
 the batches of the next S steps are generated while this step's update runs, with a copy of the
 weights pushed after every update; stale tokens are corrected against the behaviour policy that
 sampled them (`[async] correction`), and their shift is logged per staleness level
@@ -125,9 +125,7 @@ class Trainer:
         )
         self.step = 0
         self.stream: RolloutStream | None = None  # [async]: the rollouts running ahead (`rl_step` starts it)
-        self.rollout_state: dict[str, Any] | None = (
-            None  # [async]: the pipeline's after the last batch trained
-        )
+        self.rollout_state: dict[str, Any] | None = None  # [async]: state after the last batch trained
         self.sft_data: list[Sample] | None = None
         self.begun = self.resumed = False  # begin() has run; it resumed from a checkpoint
 
@@ -216,12 +214,18 @@ class Trainer:
             self.stream = None
 
     @property
+    def rollouts_trained(self) -> dict[str, int]:
+        """The pipeline's counters (`samples_total`: episodes generated, dropped ones included;
+        `tokens_total`, `rounds_total`) for the steps trained so far: with [async], not those of
+        the batches made ahead."""
+        return (
+            self.rollout_state["rollouts"] if self.rollout_state is not None else self.pipeline.state_dict()
+        )
+
+    @property
     def samples_total(self) -> int:
-        """Episodes generated for the steps trained so far (dropped ones included); with [async],
-        not those of the batches made ahead."""
-        if self.rollout_state is not None:
-            return int(self.rollout_state["rollouts"]["samples_total"])
-        return self.pipeline.samples_total
+        """Episodes generated for the steps trained so far (`rollouts_trained`)."""
+        return int(self.rollouts_trained["samples_total"])
 
     def _stop_reason(self, elapsed_s: float) -> str | None:
         """Why the run stops before its last step: "sample_budget", "time_limit", or None."""
@@ -263,7 +267,7 @@ class Trainer:
             **replay_indicators(batch.trained, current_version=self.step),  # rescued samples among them
             **staleness_metrics(samples, self.step),
             "rollout/samples_total": self.samples_total,
-            "rollout/tokens_total": self._tokens_total,
+            "rollout/tokens_total": self.rollouts_trained["tokens_total"],
             **stats,
             **timing,
             **self._advance(started, samples),
@@ -288,13 +292,6 @@ class Trainer:
             "async/ahead": float(self.stream.ahead),  # batches made for later steps
             "async/generator_idle_s": self.stream.idle_s,  # the generator waited at its bound, in all
         }
-
-    @property
-    def _tokens_total(self) -> int:
-        """Policy tokens generated for the steps trained so far (as `samples_total`)."""
-        if self.rollout_state is not None:
-            return int(self.rollout_state["rollouts"]["tokens_total"])
-        return self.pipeline.tokens_total
 
     def sft_step(self) -> dict[str, Any]:
         """One supervised warm-start step on a seeded draw of the filtered trajectories."""
@@ -462,8 +459,10 @@ class Trainer:
             "rng": ckpt.rng_state(),
             # with [async], the pipeline's state after the last batch trained: a resumed run makes
             # the batches that were ahead again
-            "controller": (self.rollout_state or {}).get("controller") or self.controller.state_dict(),
-            "rollouts": (self.rollout_state or {}).get("rollouts") or self.pipeline.state_dict(),
+            "controller": self.rollout_state["controller"]
+            if self.rollout_state
+            else self.controller.state_dict(),
+            "rollouts": self.rollouts_trained,
             "replay": self.replay.state_dict() if self.replay is not None else None,
             "config": self.config.to_dict(),
             "reference": reference.state_dict() if reference is not None and warm_started else None,
