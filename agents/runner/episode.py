@@ -125,7 +125,6 @@ class Episode:
         self._shared_tokens = 0  # policy tokens of this episode that an ancestor generated (and counts)
         self._before_turn: _Turn | None = None
         self._prefix: _Prefix | None = None  # a token branch's forced start of its next turn
-        self.resumed_turns = 0  # times a turn was interrupted by a weight push and resumed
 
     def _encode_prompt(self, policy: Policy) -> list[int]:
         """The prompt's ids. A policy that wants to know an episode's task before it renders the
@@ -238,7 +237,7 @@ class Episode:
                 "policy with token ids can resume a turn",
             )
         self._charge(completion, policy_s)
-        versions = self._versions(completion)
+        versions = self._versions(whole)  # the turn's ids so far, those it was continuing included
         self._prefix = _Prefix(
             whole.completion_ids,
             whole.logprobs,
@@ -246,7 +245,6 @@ class Episode:
             None if versions is None else tuple(versions),
             self._prefix.inherited if self._prefix is not None else 0,
         )
-        self.resumed_turns += 1
 
     def finish(self) -> Trajectory:
         """The trajectory, its wall-clock seconds (`cost.wall_s`) set from `started` to now."""

@@ -239,27 +239,35 @@ def test_lora_adapters_are_pushed_to_the_rollout_copy(make_config):
 
 def test_a_turn_interrupted_by_a_push_is_finished_by_the_new_weights(tiny_model, steps_env):
     """Partial rollouts at a token boundary: an interruptible policy stops a turn for a push; the
-    runner asks for the rest of the turn, which the pushed weights sample. The turn is one step
-    with one action, its tokens all at loss mask 1, the first ones named version 0 with version 0's
-    logprobs, the rest version 1 with version 1's; its cost counts every token once."""
+    runner asks for the rest of the turn, which the pushed weights sample. Turn 2 is interrupted
+    twice: it is one step with one action, its tokens all at loss mask 1, its first token named
+    version 0, its second version 1, the rest version 2, each with its version's logprobs; its cost
+    counts every token once."""
     from gfcr.agents import Runner, RunnerConfig, episodes_for_env
     from gfcr.agents.policies.hf import HFPolicy
     from gfcr.core import Controller, Decision
     from gfcr.core.policy import SamplingParams
 
     before_weights = {n: p.detach().clone() for n, p in HFPolicy(tiny_model).model.named_parameters()}
-    after = {
-        n: w + 0.05 * torch.randn(w.shape, generator=torch.Generator().manual_seed(1))
-        for n, w in before_weights.items()
-    }
+    pushed = [
+        {
+            n: w + 0.05 * torch.randn(w.shape, generator=torch.Generator().manual_seed(k))
+            for n, w in before_weights.items()
+        }
+        for k in (1, 2)
+    ]
 
     class PushedDuringTurnTwo(HFPolicy):
-        """The push of `after` arrives while turn 2 is generated (set off by the controller)."""
+        """Two pushes arrive while turn 2 is generated (set off by the controller): each stops
+        the turn after one more token."""
 
         def generate(self, requests):
             out = super().generate(requests)
             if self.push_pending.is_set():  # what `load_weights` sets while it waits for the lock
-                self.load_weights(after, version="1")
+                version = int(self.version) + 1
+                self.load_weights(pushed[version - 1], version=str(version))
+                if version == 1:
+                    self.push_pending.set()  # the second push is waiting already
             return out
 
     policy = PushedDuringTurnTwo(tiny_model)
@@ -283,14 +291,14 @@ def test_a_turn_interrupted_by_a_push_is_finished_by_the_new_weights(tiny_model,
         if not m:
             start = i + 1
     second = turns[1]
-    assert [tokens.versions[i] for i in second] == [0] + [1] * (len(second) - 1)
-    assert all(tokens.versions[i] == 0 for i in turns[0]) and all(tokens.versions[i] == 1 for i in turns[2])
+    assert len(second) > 2 and [tokens.versions[i] for i in second] == [0, 1] + [2] * (len(second) - 2)
+    assert all(tokens.versions[i] == 0 for i in turns[0]) and all(tokens.versions[i] == 2 for i in turns[2])
     assert trajectory.steps[1].action == policy.decode([tokens.completion_ids[i] for i in second])
     assert trajectory.cost.tokens_out == sum(tokens.loss_mask)
     assert mixed_version_turns(trajectory) == 1  # what generate/mixed_version_turns counts
     ids = torch.tensor([tokens.prompt_ids + tokens.completion_ids])
     prompt = len(tokens.prompt_ids)
-    for weights, version in ((before_weights, 0), (after, 1)):
+    for version, weights in enumerate((before_weights, *pushed)):
         policy.load_weights(weights, version=str(version))
         with torch.no_grad():
             logits = policy.model(ids).logits.float()
