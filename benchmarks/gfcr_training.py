@@ -7,7 +7,9 @@ throws away). Per variant, over seeds (mean ± 95% t-interval):
 - held-out eval reward at the end of the budget, and the best one seen;
 - samples, policy tokens and seconds until the held-out eval first reaches `--threshold`
   (runs that never reach it count as not reached);
-- the share of zero-variance groups that reached the update (no gradient signal).
+- the share of zero-variance groups that reached the update (no gradient signal);
+- the paired difference of the final held-out reward against the baseline variant (`--baseline`,
+  default grpo) on the same seeds; an interval that contains zero is called "no difference shown".
 
     python benchmarks/gfcr_training.py --config examples/math_smollm2_cpu.toml --seeds 3 \\
         --budget 512 --threshold 0.2 --set log.eval_every=2 --set env.num_tasks=32 \\
@@ -90,7 +92,7 @@ def summarise(runs: list[list[dict[str, Any]]], threshold: float) -> dict[str, A
             sum(m.get("rollout/dropped_groups", 0) + m.get("rollout/rescued", 0) for m in metrics)
         )
         evals = [m for m in metrics if "eval/reward_mean" in m]
-        finals.append(evals[-1]["eval/reward_mean"])
+        finals.append(final_eval(metrics))
         bests.append(max(m["eval/reward_mean"] for m in evals))
         zero_variance.append(
             statistics.mean(
@@ -113,6 +115,25 @@ def summarise(runs: list[list[dict[str, Any]]], threshold: float) -> dict[str, A
             for key in ("samples", "tokens", "seconds")
         },
     }
+
+
+def final_eval(metrics: list[dict[str, Any]]) -> float:
+    """The last held-out eval reward of a run."""
+    return [m for m in metrics if "eval/reward_mean" in m][-1]["eval/reward_mean"]
+
+
+def paired(variant: dict[int, float], baseline: dict[int, float]) -> dict[str, float | int] | None:
+    """The variant's final held-out reward minus the baseline's, seed by seed (seeds both finished)."""
+    return interval([variant[seed] - baseline[seed] for seed in sorted(set(variant) & set(baseline))])
+
+
+def verdict(difference: dict[str, float | int] | None) -> str:
+    """A paired difference in words: its interval, and whether it excludes zero."""
+    if difference is None:
+        return "—"
+    low, high = difference["mean"] - difference["ci95"], difference["mean"] + difference["ci95"]
+    said = "no difference shown" if low <= 0 <= high else "better" if low > 0 else "worse"
+    return f"{show(difference, 3)} ({said})"
 
 
 def _state_at(metrics: list[dict[str, Any]], step: int) -> dict[str, float]:
@@ -153,12 +174,13 @@ def main() -> None:
     parser.add_argument(
         "--set", action="append", default=[], dest="base", help="a `gfcr train --set` for every variant"
     )
+    parser.add_argument("--baseline", default="grpo", help="the variant paired differences are against")
     parser.add_argument("--json", help="write the summary here")
     parser.add_argument(
         "--finished-only", action="store_true", help="run nothing: summarise the runs that are finished"
     )
     args = parser.parse_args()
-    summary = {}
+    summary, finals = {}, {}
     for variant in args.variants:
         outs = {
             seed: Path(args.runs) / variant.replace(" ", "-") / f"seed{seed}" for seed in range(args.seeds)
@@ -168,13 +190,17 @@ def main() -> None:
         runs = [run(args.config, variant, seed, args.budget, out, args.base) for seed, out in outs.items()]
         if runs:
             summary[variant] = summarise(runs, args.threshold)
+            finals[variant] = {seed: final_eval(read_metrics(out)) for seed, out in outs.items()}
+    for variant, by_seed in finals.items():
+        if variant != args.baseline and args.baseline in finals:
+            summary[variant]["paired_vs_baseline"] = paired(by_seed, finals[args.baseline])
     print(
         f"\n{args.config}: {args.budget} RL episodes per run, up to {args.seeds} seeds, "
         f"threshold {args.threshold}"
     )
     columns = ["variant", "seeds", "updates", "groups dropped/rescued", "final held-out eval", "best"]
     columns += ["zero-variance share", "reached"]
-    columns += ["samples to threshold", "tokens", "seconds"]
+    columns += ["samples to threshold", "tokens", "seconds", f"paired vs {args.baseline}"]
     print("| " + " | ".join(columns) + " |\n" + "|---" * len(columns) + "|")
     for variant, s in summary.items():
         cells = [
@@ -187,6 +213,7 @@ def main() -> None:
         cells += [
             s["reached_threshold"],
             *(show(s[f"{k}_to_threshold"], 0) for k in ("samples", "tokens", "seconds")),
+            verdict(s.get("paired_vs_baseline")),
         ]
         print("| " + " | ".join(cells) + " |")
     if args.json:
