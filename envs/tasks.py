@@ -5,11 +5,28 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
 from gfcr.core import Task
 from gfcr.errors import UnknownNameError
+
+# A difficulty named in words (SQL questions, SWE tasks) as the level a curriculum reads from
+# `Task.metadata["level"]` (1 = easiest; `gfcr.control.curriculum.task_difficulty`).
+LEVELS = {"easy": 1, "medium": 2, "hard": 3}
+
+
+def with_level(metadata: dict[str, Any]) -> dict[str, Any]:
+    """`metadata` with `"level"` added from its `"difficulty"` word (unchanged for another word).
+
+    >>> with_level({"difficulty": "hard"})
+    {'difficulty': 'hard', 'level': 3}
+    >>> with_level({"difficulty": "unknown"})
+    {'difficulty': 'unknown'}
+    """
+    level = LEVELS.get(str(metadata.get("difficulty")))
+    return metadata if level is None else {**metadata, "level": level}
 
 
 class TaskSource:

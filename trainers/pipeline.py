@@ -44,6 +44,7 @@ import numpy as np
 
 from gfcr.agents import Runner, RunnerConfig
 from gfcr.control import Batch, OffPolicyMix, RolloutController, guided
+from gfcr.control.curriculum import Difficulty, task_difficulty
 from gfcr.core import Controller, Decision, EnvConfig, EpisodeSpec, Policy, ReplaySink, Task, Trajectory
 from gfcr.core.admission import RESOURCES, add_waits
 from gfcr.core.hooks import branch_points
@@ -186,7 +187,8 @@ class RolloutPipeline:
         control = RolloutController(
             dataclasses.replace(
                 config.control, num_prompts=prompts_per_step, group_size=group_size, seed=seed
-            )
+            ),
+            difficulties=pool_difficulties(tasks) if config.control.curriculum != "none" else None,
         )
         overlong = config.overlong_penalty
         penalty = OverlongPenalty(*overlong.lengths(episode_tokens)) if overlong.enabled else None
@@ -424,6 +426,8 @@ class RolloutPipeline:
         entropy = mean_token_entropy(generated)  # None where the policy reports no entropies
         if entropy is not None:
             metrics["generate/entropy_mean"] = entropy
+        if self.controller.curriculum is not None:  # the levels the next step chooses from
+            metrics |= self.controller.curriculum.metrics()
         return metrics | rollout_metrics(batch)
 
     def state_dict(self) -> dict[str, int]:
@@ -471,6 +475,18 @@ def task_source(env: EnvConfig) -> Any:
         return made.unwrapped.tasks  # type: ignore[attr-defined]  # every gfcr env is a TextEnv
     finally:
         made.close()
+
+
+def pool_difficulties(tasks: Sequence[EpisodeSpec]) -> dict[str, Difficulty]:
+    """Each pool task's category and level (`task_difficulty`), read once from its env's tasks."""
+    sources: dict[Any, Any] = {}
+    difficulties = {}
+    for spec in tasks:
+        if spec.task_id is not None and spec.task_id not in difficulties:
+            if spec.env.key not in sources:
+                sources[spec.env.key] = task_source(spec.env)
+            difficulties[spec.task_id] = task_difficulty(sources[spec.env.key].get(spec.task_id))
+    return difficulties
 
 
 def mixed_version_turns(trajectory: Trajectory) -> int:

@@ -107,6 +107,7 @@ def reasoning_gym_source(
     size: int = RG_DEFAULT_SIZE,
     seed: int = 0,
     generator_config: dict[str, Any] | None = None,
+    levels: Sequence[int] | None = None,
 ) -> TaskSource:
     """`size` procedural tasks from each reasoning-gym generator (all with gold answers by default).
 
@@ -114,6 +115,16 @@ def reasoning_gym_source(
     `generator_config` sets the generators' own options (their difficulty), e.g. for `chain_sum`
     `{"min_terms": 2, "max_terms": 2, "max_digits": 1}`; the task ids then name another task set,
     so use one configuration per run.
+
+    `levels` (1 = easiest) gives `size` tasks of each generator at each level instead, level L
+    configured by reasoning-gym's own curriculum for the generator at its level L - 1 (for
+    `chain_sum`, level 3: four terms of three digits); task `rg/NAME/L/I` is sample I of level L,
+    with `metadata["level"] = L` and `metadata["category"] = "rg/NAME"` (what a difficulty
+    curriculum reads). `generator_config` then sets only the options no level sets.
+
+    >>> source = reasoning_gym_source(["chain_sum"], size=2, levels=[1, 3])
+    >>> [task.id for task in source], source[2].metadata["level"], source.index_of("rg/chain_sum/3/1")
+    (['rg/chain_sum/1/0', 'rg/chain_sum/1/1', 'rg/chain_sum/3/0', 'rg/chain_sum/3/1'], 3, 3)
     """
     from reasoning_gym.factory import DATASETS
 
@@ -121,50 +132,120 @@ def reasoning_gym_source(
     for name in names:
         if name not in DATASETS:
             raise UnknownNameError("reasoning-gym generator", name, DATASETS)
+    config = generator_config or {}
+    if levels is not None:
+        level_configs(names, levels, config)  # every generator has a curriculum with these levels
 
-    tasks = _ReasoningGymTasks(tuple(names), size, seed, generator_config or {})
-    return TaskSource("reasoning_gym", len(names) * size, tasks.build, tasks.index_of)
+    tasks = _ReasoningGymTasks(tuple(names), size, seed, config, tuple(levels or ()))
+    return TaskSource("reasoning_gym", len(tasks.blocks) * size, tasks.build, tasks.index_of)
+
+
+def level_configs(
+    names: Sequence[str], levels: Sequence[int], config: dict[str, Any]
+) -> dict[str, list[dict]]:
+    """Each generator's options at each level (from reasoning-gym's curriculum for it, its level
+    L - 1 for our L), over `config`'s other options; `ConfigError` for a generator without a
+    curriculum, a level it lacks, or an option both `config` and the levels set.
+
+    >>> level_configs(["chain_sum"], [1, 2], {})["chain_sum"][1]
+    {'min_terms': 3, 'max_terms': 3, 'min_digits': 2, 'max_digits': 2}
+    """
+    from reasoning_gym.coaching.base_curriculum import DefaultCurriculumContext, RangeAttributeMode
+    from reasoning_gym.factory import create_curriculum, has_curriculum
+
+    if without := [name for name in names if not has_curriculum(name)]:
+        raise ConfigError(
+            "levels are built from reasoning-gym's curriculum of each generator, and these have none: "
+            f"{', '.join(without)}; leave them out of generators, or drop levels"
+        )
+    if not levels or len(set(levels)) != len(levels):
+        raise ConfigError(f"levels must be distinct levels (1 = easiest), e.g. [1, 2, 3], got {list(levels)}")
+    # UPPER_BOUND: level L's values alone, not every level up to it (distinct levels, not nested ones)
+    context = DefaultCurriculumContext(mode=RangeAttributeMode.UPPER_BOUND)
+    found: dict[str, list[dict]] = {}
+    for name in names:
+        curriculum = create_curriculum(name)
+        most = max(len(attribute.levels) for attribute in curriculum.attributes.values())
+        if not all(isinstance(level, int) and 1 <= level <= most for level in levels):
+            raise ConfigError(f"reasoning-gym's {name} has levels 1 to {most}, got levels = {list(levels)}")
+        found[name] = []
+        for level in levels:
+            curriculum.set_global_level(level - 1)
+            made = vars(curriculum.generate_configuration(context=context))
+            options = {key: made[key] for key in _curriculum_fields(curriculum)}
+            if clash := sorted(set(options) & set(config)):
+                raise ConfigError(
+                    f"generator_config sets {', '.join(clash)}, which levels set for {name} from its "
+                    "curriculum; drop them from generator_config (keep only options no level sets)"
+                )
+            found[name].append({**config, **options})
+    return found
+
+
+def _curriculum_fields(curriculum: Any) -> list[str]:
+    """The config fields a reasoning-gym curriculum sets (a range attribute sets its low and high)."""
+    fields = []
+    for attribute in curriculum.attributes.values():
+        if hasattr(attribute, "lower_field_name"):
+            fields += [attribute.lower_field_name, attribute.upper_field_name]
+        else:
+            fields.append(attribute.field_name)
+    return fields
 
 
 class _ReasoningGymTasks:
     """Builds and finds reasoning-gym tasks; a class, not closures, so an env holding it pickles."""
 
-    def __init__(self, names: tuple[str, ...], size: int, seed: int, config: dict[str, Any]) -> None:
-        self.names, self.size, self.seed, self.config = names, size, seed, config
-        self._datasets: dict[str, Any] = {}
+    def __init__(
+        self,
+        names: tuple[str, ...],
+        size: int,
+        seed: int,
+        config: dict[str, Any],
+        levels: tuple[int, ...] = (),
+    ) -> None:
+        self.names, self.size, self.seed, self.config, self.levels = names, size, seed, config, levels
+        # each block of `size` tasks: a generator, at a level (None: no levels, `config` as given)
+        self.blocks = [(name, level) for name in names for level in levels or (None,)]
+        self._datasets: dict[tuple[str, int | None], Any] = {}
 
     def __getstate__(self) -> dict[str, Any]:  # the generators are rebuilt on demand after unpickling
         return {**self.__dict__, "_datasets": {}}
 
-    def dataset(self, name: str) -> Any:
+    def dataset(self, name: str, level: int | None) -> Any:
         import reasoning_gym
 
-        if name not in self._datasets:
+        if (name, level) not in self._datasets:
+            config = self.config if level is None else level_configs([name], [level], self.config)[name][0]
             try:
-                self._datasets[name] = reasoning_gym.create_dataset(
-                    name, size=self.size, seed=self.seed, **self.config
+                self._datasets[name, level] = reasoning_gym.create_dataset(
+                    name, size=self.size, seed=self.seed, **config
                 )
             except (TypeError, ValueError, AssertionError) as e:  # an option the generator does not have
                 raise ConfigError(f"reasoning-gym generator {name!r} rejected generator_config: {e}") from e
-        return self._datasets[name]
+        return self._datasets[name, level]
 
     def build(self, index: int) -> Task:
-        name, position = self.names[index // self.size], index % self.size
-        entry = self.dataset(name)[position]
-        return Task(
-            id=f"rg/{name}/{position}",
-            prompt=entry["question"],
-            gold=entry["answer"],
-            source=f"reasoning_gym/{name}",
-            metadata={"entry": entry},
-        )
+        (name, level), position = self.blocks[index // self.size], index % self.size
+        entry = self.dataset(name, level)[position]
+        if level is None:
+            task_id, metadata = f"rg/{name}/{position}", {"entry": entry}
+        else:
+            task_id, metadata = (
+                f"rg/{name}/{level}/{position}",
+                {"entry": entry, "category": f"rg/{name}", "level": level},
+            )
+        return Task(task_id, entry["question"], entry["answer"], f"reasoning_gym/{name}", metadata)
 
     def index_of(self, task_id: str) -> int | None:
-        prefix, _, rest = task_id.partition("/")
-        name, _, position = rest.rpartition("/")
-        if prefix != "rg" or name not in self.names or not position.isdigit() or int(position) >= self.size:
+        parts = task_id.split("/")  # rg/NAME/I, or rg/NAME/LEVEL/I with levels
+        if len(parts) != (4 if self.levels else 3) or parts[0] != "rg" or not parts[-1].isdigit():
             return None
-        return self.names.index(name) * self.size + int(position)
+        level = int(parts[2]) if self.levels and parts[2].isdigit() else None
+        block, position = (parts[1], level), int(parts[-1])
+        if block not in self.blocks or position >= self.size:
+            return None
+        return self.blocks.index(block) * self.size + position
 
 
 def file_source(

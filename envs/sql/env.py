@@ -36,7 +36,7 @@ from gfcr.envs.sql.engines.normalize import normalize_rows
 from gfcr.envs.sql.matching import FLOAT_TOL, match_normalized, shares_a_row
 from gfcr.envs.sql.prompt import ENGINE_NAMES, render_result
 from gfcr.envs.sql.verifier import SQLVerifier, extract_sql
-from gfcr.envs.tasks import TaskSource
+from gfcr.envs.tasks import TaskSource, with_level
 from gfcr.errors import ConfigError, QueryError
 from gfcr.filter.process import ProcessScorer, ProgressScorer
 
@@ -152,14 +152,16 @@ class SQLEnv(TextEnv):
         return questions, files
 
     def _task(self, question: SQLQuestion) -> Task:
-        metadata = {
-            "database": question.database,
-            "difficulty": question.difficulty,
-            "features": question.features,
-            "dialect": self.engine_spec.dialect,
-            "mode": self.mode,
-            "evidence": question.evidence,
-        }
+        metadata = with_level(
+            {
+                "database": question.database,
+                "difficulty": question.difficulty,
+                "features": question.features,
+                "dialect": self.engine_spec.dialect,
+                "mode": self.mode,
+                "evidence": question.evidence,
+            }
+        )
         return Task(
             question.id,
             question.question,

@@ -26,7 +26,7 @@ from typing import Any
 from gfcr.core import Task
 from gfcr.envs.swe.generate import project_tasks
 from gfcr.envs.swe.projects import PROJECTS, Snapshot, project_snapshot
-from gfcr.envs.tasks import TaskSource
+from gfcr.envs.tasks import TaskSource, with_level
 from gfcr.errors import ConfigError, UnknownNameError
 from gfcr.sandboxes import Sandbox
 
@@ -94,15 +94,17 @@ def read_task_file(path: str | Path, repo: str | None) -> list[Task]:
                 prompt=record["issue"],
                 gold=record["gold_patch"],
                 source=path.stem,
-                metadata={
-                    "repo": str(root),
-                    "setup_patch": "",
-                    "test_patch": record.get("test_patch", ""),
-                    "fail_to_pass": list(record["fail_to_pass"]),
-                    "pass_to_pass": list(record.get("pass_to_pass", [])),
-                    "pythonpath": list(record.get("pythonpath", [])),
-                    "difficulty": record.get("difficulty", "unknown"),
-                },
+                metadata=with_level(
+                    {
+                        "repo": str(root),
+                        "setup_patch": "",
+                        "test_patch": record.get("test_patch", ""),
+                        "fail_to_pass": list(record["fail_to_pass"]),
+                        "pass_to_pass": list(record.get("pass_to_pass", [])),
+                        "pythonpath": list(record.get("pythonpath", [])),
+                        "difficulty": record.get("difficulty", "unknown"),
+                    }
+                ),
             )
         )
     return tasks

@@ -11,7 +11,8 @@ Tasks are cached as JSONL under `cache_dir("swe")`, keyed by project, version, g
 seed and count: generated once per machine, then read in milliseconds.
 
 Difficulty (a heuristic, recorded with each task): "easy" when the broken function's name appears
-in the issue, "medium" when only its module's name does, "hard" otherwise.
+in the issue, "medium" when only its module's name does, "hard" otherwise; read as
+`metadata["level"]` 1, 2, 3 (a difficulty curriculum's).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from gfcr.envs.swe.diffs import unified_diff
 from gfcr.envs.swe.evaluation import evaluate, run_tests
 from gfcr.envs.swe.mutation import Mutation, mutations
 from gfcr.envs.swe.projects import PROJECTS, Project, project_snapshot
+from gfcr.envs.tasks import with_level
 from gfcr.errors import GfcrError
 from gfcr.sandboxes import Sandbox
 from gfcr.sandboxes.factory import shared_sandbox
@@ -78,7 +80,8 @@ def project_tasks(
                 temporary.write_text("".join(json.dumps(asdict(task)) + "\n" for task in tasks))
                 os.replace(temporary, path)
     lines = path.read_text().splitlines()[:num_tasks]
-    return [Task(**json.loads(line)) for line in lines]
+    records = [json.loads(line) for line in lines]  # cached sets hold no level: read from the difficulty
+    return [Task(**{**record, "metadata": with_level(record["metadata"])}) for record in records]
 
 
 def _cached(project: Project, num_tasks: int, seed: int) -> Path | None:

@@ -73,6 +73,7 @@ def generated_task(kind: str, level: int, seed: int) -> Task:
     puzzle = KINDS[kind].make(level, random.Random(f"vision/{kind}/{level}/{seed}"))
     metadata = {
         "kind": kind,
+        "category": f"vision/{kind}",  # a curriculum moves a kind's level (the id's category holds it)
         "level": level,
         "seed": seed,
         "answer_kind": puzzle.answer_kind,

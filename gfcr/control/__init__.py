@@ -11,6 +11,8 @@
 - `OffPolicyMix`: the share of replayed data in a batch.
 - `TemperatureBySuccess`: a sampling temperature per prompt, from its posterior.
 - `AdaptiveGuidance`: guidance only for prompts the policy fails; `guided` builds a trainer's.
+- `DifficultyCurriculum`: each task category's level, raised or lowered from the success measured
+  there so training stays in the informative band; `task_difficulty` reads a task's level.
 - `RolloutController` + `ControlConfig` (the `[control]` table): all of the above, as the
   runner's Control hook and as the decide loop `collect(run, task_ids)`.
 
@@ -23,6 +25,7 @@ gfcr.errors.UnknownNameError: unknown selector 'thmpson'; did you mean 'thompson
 
 from gfcr.control.budget import BudgetScheduler
 from gfcr.control.controller import ControlConfig, Decision, RolloutController, make_selector
+from gfcr.control.curriculum import DifficultyCurriculum, task_difficulty
 from gfcr.control.dynamic import Batch, Draw, DynamicSampling, RunFn, SamplePlan, observe
 from gfcr.control.guidance import AdaptiveGuidance, guided
 from gfcr.control.mixing import OffPolicyMix
@@ -48,6 +51,7 @@ __all__ = [
     "BudgetScheduler",
     "ControlConfig",
     "Decision",
+    "DifficultyCurriculum",
     "Draw",
     "DynamicSampling",
     "EarlyStopping",
@@ -74,4 +78,5 @@ __all__ = [
     "observe",
     "p_informative",
     "task_category",
+    "task_difficulty",
 ]

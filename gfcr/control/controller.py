@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from gfcr.control.budget import BudgetScheduler
+from gfcr.control.curriculum import Difficulty, DifficultyCurriculum, check_settings
 from gfcr.control.dynamic import Batch, DynamicSampling, RunFn, observe
 from gfcr.control.posterior import PromptHistory, p_informative
 from gfcr.control.selection import (
@@ -46,6 +47,7 @@ from gfcr.generate.groups import expand_groups, group_by_task, round_seed
 from gfcr.generate.tree import BranchAt
 
 S = TypeVar("S", bound=Any)
+CURRICULA = ("none", "band")
 
 
 def _require(ok: bool, message: str) -> None:
@@ -99,6 +101,21 @@ class ControlConfig:
     sec_step_size: float = setting(
         SecSelector.step_size,
         "SEC: TD(0) step size of a category's value (higher: recent rounds weigh more).",
+    )
+    curriculum: str = setting(
+        "none", "Difficulty curriculum: none | band (each category's level moves with its success)."
+    )
+    curriculum_band: tuple[float, float] = setting(
+        (0.2, 0.8),
+        "Curriculum: success at or above the top raises a category's level, at or below the bottom lowers it "
+        "(per category, over its window).",
+    )
+    curriculum_window: int = setting(
+        8, "Curriculum: a category's success is measured over its last groups, this many."
+    )
+    curriculum_min_groups: int = setting(4, "Curriculum: groups measured at a level before it may move.")
+    curriculum_start_level: int = setting(
+        1, "Curriculum: the level each category starts at (1: the easiest)."
     )
     # allocate: samples and sampling settings per prompt
     sample_budget: int | None = setting(
@@ -167,6 +184,16 @@ class ControlConfig:
         _require(0.0 < self.decay <= 1.0, f"decay must be in (0, 1] (1: never forget), got {self.decay}")
         for key in ("greso_p_easy", "greso_p_hard", "greso_target_zero_share", "greso_step", "greso_p_min"):
             _require(0.0 <= getattr(self, key) <= 1.0, f"{key} must be in [0, 1], got {getattr(self, key)}")
+        if self.curriculum not in CURRICULA:
+            raise UnknownNameError(
+                "curriculum", self.curriculum, CURRICULA, hint="Set curriculum to one of them"
+            )
+        check_settings(
+            self.curriculum_band,
+            self.curriculum_window,
+            self.curriculum_min_groups,
+            self.curriculum_start_level,
+        )
         _require(self.sec_temperature > 0, f"sec_temperature must be > 0, got {self.sec_temperature}")
         _require(
             0.0 < self.sec_step_size <= 1.0, f"sec_step_size must be in (0, 1], got {self.sec_step_size}"
@@ -265,7 +292,9 @@ class RolloutController(Controller):
 
     `category` maps a task id to its category for SEC (default: `task_category`, the id up to
     its last '/' or ':'); a pipeline that knows its tasks better (a database, a generator in the
-    task's metadata) passes its own.
+    task's metadata) passes its own. `difficulties` (task id -> category and level,
+    `task_difficulty`) is what `curriculum = "band"` needs: a `DifficultyCurriculum` then
+    restricts every choice to each category's current level and moves the levels after each step.
 
     >>> from dataclasses import dataclass
     >>> @dataclass(frozen=True)
@@ -285,6 +314,7 @@ class RolloutController(Controller):
         history: PromptHistory | None = None,
         *,
         category: Callable[[str], str] = task_category,
+        difficulties: Mapping[str, Difficulty] | None = None,
     ) -> None:
         self.config = config = config or ControlConfig()
         self.history = history or PromptHistory(config.prior, config.decay, config.success_at)
@@ -305,6 +335,18 @@ class RolloutController(Controller):
         self.branching = BranchAt(config.branch_at)
         self.rng = np.random.default_rng(config.seed)
         self.runs = 0
+        self.curriculum = (
+            DifficultyCurriculum(
+                difficulties or {},
+                band=config.curriculum_band,
+                window=config.curriculum_window,
+                min_groups=config.curriculum_min_groups,
+                start_level=config.curriculum_start_level,
+                success_at=config.success_at,
+            )
+            if config.curriculum == "band"
+            else None
+        )
 
     def state_dict(self) -> dict[str, Any]:
         """Everything the controller has learnt or drawn, as plain data (a checkpoint's part):
@@ -328,6 +370,8 @@ class RolloutController(Controller):
         }
         if hasattr(self.selector, "state_dict"):  # GRESO's tuned probabilities, SEC's arm values
             state["selector"] = self.selector.state_dict()
+        if self.curriculum is not None:
+            state["curriculum"] = self.curriculum.state_dict()
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -337,6 +381,8 @@ class RolloutController(Controller):
         self.runs = int(state["runs"])
         if "selector" in state and hasattr(self.selector, "load_state_dict"):
             self.selector.load_state_dict(state["selector"])
+        if "curriculum" in state and self.curriculum is not None:
+            self.curriculum.load_state_dict(state["curriculum"])
 
     def allocate(self, chosen: Sequence[str], share: float = 1.0) -> dict[str, int]:
         """Samples per chosen prompt: a budget's `share` (a round that chose `share` × num_prompts
@@ -357,10 +403,15 @@ class RolloutController(Controller):
             return plan
         return dict.fromkeys(chosen, config.group_size)
 
+    def candidates(self, task_ids: Sequence[str]) -> list[str]:
+        """The prompts a step chooses from: with a curriculum, those at their category's level."""
+        return self.curriculum.candidates(task_ids) if self.curriculum is not None else list(task_ids)
+
     def plan(self, task_ids: Sequence[str]) -> dict[str, int]:
         """Samples per selected prompt for the next run."""
+        task_ids = self.candidates(task_ids)
         num = self.config.num_prompts or len(task_ids)
-        return self.allocate(self.selector.select(list(task_ids), num, self.history, self.rng))
+        return self.allocate(self.selector.select(task_ids, num, self.history, self.rng))
 
     def collect(self, run: RunFn, task_ids: Sequence[str]) -> Batch:
         """The decide loop over `task_ids`: choose → allocate → draw (in waves with early
@@ -379,8 +430,16 @@ class RolloutController(Controller):
         (3, True, True)
         """
         config = self.config
+        task_ids = self.candidates(task_ids)
         if not task_ids:
             return Batch()
+        drawn: list[Trajectory] = []  # every group drawn, dropped ones too: what the curriculum measures
+
+        def run_and_record(plan: Mapping[str, int]) -> Sequence[Trajectory]:
+            trajectories = run(plan)
+            drawn.extend(trajectories)
+            return trajectories
+
         num_groups = min(config.num_prompts or len(task_ids), len(task_ids))
         rounds = DynamicSampling(
             num_groups,
@@ -390,14 +449,22 @@ class RolloutController(Controller):
             filter_groups=config.dynamic_sampling,
             selector=self.selector,
         )
-        return rounds.collect(
-            run,
-            list(task_ids),
+        batch = rounds.collect(
+            run_and_record,
+            task_ids,
             self.history,
             self.rng,
             allocate=lambda chosen: self.allocate(chosen, len(chosen) / num_groups),
             sampler=self.stopping,
         )
+        self._measure(drawn)
+        return batch
+
+    def _measure(self, trajectories: Iterable[Trajectory]) -> None:
+        """The curriculum's update from the step's groups (their rewards), if there is one."""
+        if self.curriculum is not None:
+            groups = group_by_task(trajectories)
+            self.curriculum.update({task_id: [t.reward for t in group] for task_id, group in groups.items()})
 
     def episodes(self, templates: Sequence[S], plan: int | Mapping[str, int], *, seed: int) -> list[S]:
         """The episode specs of `plan` (`expand_groups`: samples of each task from its template,
@@ -445,5 +512,7 @@ class RolloutController(Controller):
 
     def observe(self, trajectories: Iterable[Trajectory]) -> None:
         """Learn from a finished run: each prompt's group outcome updates its posterior (and a
-        learning selector: SEC's category values)."""
+        learning selector: SEC's category values; a curriculum's measured success)."""
+        trajectories = list(trajectories)
         observe(self.history, group_by_task(trajectories), self.selector)
+        self._measure(trajectories)

@@ -22,6 +22,8 @@ METHODS |= {"seed_grpo"}  # the credit stage's
 METHODS |= {"repo"}  # the keep stage's replay mix, corrected in the update
 METHODS |= {"ttrl", "shorter_better", "ruler"}  # the judge stage's
 METHODS |= {"prm"}  # the judge stage's process scores, mixed into credit
+METHODS |= {"curriculum"}  # the choose stage's difficulty levels
+LEVELED = {"curriculum"}  # the shared tasks at difficulty levels: [env] kwargs levels, not generator_config
 TREES = {"treerl", "treerpo"}  # per-token credit from a tree: TRL trains them with TreeGRPOTrainer
 TOKEN_CREDIT = TREES | {"prm"}  # per-token credit, trees' or process scores': TreeGRPOTrainer under TRL
 
@@ -30,9 +32,12 @@ def shrunk(path: Path, tiny_model: Path, env_id: str, out_dir: Path) -> TrainCon
     """The recipe with its shared parts made small: the tiny model, the parity env, 2 prompts of
     4 samples, 6 tokens, one RL step; every method section stays as written."""
     data = read_toml(path)
+    env = {"id": env_id, "kwargs": {}, "num_tasks": 16}
+    if path.stem in LEVELED:  # its own tasks, few: 2 generators x 3 levels x 4, every one in the pool
+        env = {"kwargs": {**data["env"]["kwargs"], "size": 4}, "num_tasks": 24}
     overrides: dict[str, Any] = {
         "model": {"path": str(tiny_model)},
-        "env": {"id": env_id, "kwargs": {}, "num_tasks": 16},
+        "env": env,
         "rollout": {"prompts_per_step": 2, "group_size": 4, "max_tokens": 6, "concurrency": 8},
         "optim": {"micro_batch_size": 8},
         "log": {"tensorboard": False, "progress": False, "eval_every": 0},
@@ -60,6 +65,8 @@ def test_the_recipes_share_everything_but_their_method():
     [generate], [judge], [overlong_penalty], [replay], [credit])."""
     method = {"out_dir", "loss", "control", "generate", "judge", "overlong_penalty", "replay", "credit"}
     shared = [{k: v for k, v in read_toml(p).items() if k not in method} for p in RECIPES]
+    for path, recipe in zip(RECIPES, shared, strict=True):  # the tasks' difficulty: levels or generator_config
+        recipe["env"]["kwargs"].pop("levels" if path.stem in LEVELED else "generator_config")
     assert all(s == shared[0] for s in shared)
     assert all(read_toml(p)["out_dir"] == f"runs/methods/{p.stem}" for p in RECIPES)
 
@@ -121,6 +128,11 @@ def test_the_recipe_runs_one_step_and_its_method_acts(path, tiny_model, parity_e
             process = trainer.pipeline.process
             assert process is not None and process.credit.segments == "lines" and process.credit.weight == 0.5
             assert m["judge/process_scored"] + m["judge/process_unscored"] >= len(trainer.last_rollout.trained)
+        case "curriculum":  # each category starts at level 1: only its level-1 tasks are chosen
+            assert trainer.controller.curriculum is not None and m["choose/curriculum/level_mean"] == 1.0
+            assert {task_id.split("/")[2] for task_id in trainer.last_rollout.groups} == {"1"}
+            assert m["choose/curriculum/level/rg/chain_sum"] == m["choose/curriculum/level/rg/products"] == 1.0
+            assert m["choose/curriculum/candidates"] == 8  # 2 generators x 4 tasks of level 1
         case "repo":  # the same prompts again: each group of 4 gets 4 stored samples, weighed by tis
             assert m["keep/mixed"] == 0 and m["replay/samples"] == 0  # nothing stored before step 1
             again = trainer.pipeline.step(candidates=list(trainer.last_rollout.groups))

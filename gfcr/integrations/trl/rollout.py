@@ -131,9 +131,15 @@ class GfcrRollout:
         return fields
 
     def _chooses(self, pipeline: RolloutPipeline) -> bool:
-        """Whether Control may pick other prompts than TRL's batch (a selector, a stage that drops)."""
+        """Whether Control may pick other prompts than TRL's batch (a selector, a stage that drops, a
+        curriculum that keeps each category's current level)."""
         control = pipeline.controller.config
-        return control.selector != "uniform" or control.dynamic_sampling or control.early_stopping
+        return (
+            control.selector != "uniform"
+            or control.dynamic_sampling
+            or control.early_stopping
+            or control.curriculum != "none"
+        )
 
     def _others(self, batch_ids: Sequence[str]) -> list[str]:
         taken = set(batch_ids)
