@@ -2,8 +2,9 @@
 
 A subclass supplies its tasks and tools and implements `respond(action) -> Outcome`, plus the
 hooks of the episode's lifecycle it needs (below); the base class does everything the contract
-requires of every env: task choice by seed or `options={"task_id": ...}`, tool-call parsing,
-tool dispatch, turn and length limits, each step's budget for tool calls (`max_tool_calls`,
+requires of every env: task choice by seed or `options={"task_id": ...}` (or a `Task` object the
+env's tasks do not hold, `options={"task": task}`: a generated task, graded from its own gold),
+tool-call parsing, tool dispatch, turn and length limits, each step's budget for tool calls (`max_tool_calls`,
 `step_time_s`: see `gfcr.envs.budget`), clear error observations for malformed actions (never an
 exception), and the `info` keys (`task`, `messages`, `tools` on reset; `messages`, `signals` on
 step, and `state` where the env records its final state for an offline verifier).
@@ -172,10 +173,16 @@ class TextEnv(gym.Env[str, str]):
     @reports_waits  # queues for shared resources (sandbox, LLM user) waited in the call: info["wait_s"]
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         super().reset(seed=seed)
-        if options and (len(options) != 1 or "task_id" not in options):  # sets only when it may fail
-            if unknown := set(options) - {"task_id"}:
-                raise ConfigError(f"unknown reset options {sorted(unknown)}; the only option is 'task_id'")
-        if options and "task_id" in options:
+        if options and (len(options) != 1 or not {"task_id", "task"} & set(options)):  # only when it may fail
+            if unknown := set(options) - {"task_id", "task"}:
+                raise ConfigError(
+                    f"unknown reset options {sorted(unknown)}; the options are 'task_id' and 'task'"
+                )
+            raise ConfigError("reset options 'task_id' and 'task' exclude each other; pass one")
+        if options and "task" in options:
+            if not isinstance(task := options["task"], Task):
+                raise ConfigError(f"reset option 'task' must be a gfcr.core.Task, got {type(task).__name__}")
+        elif options and "task_id" in options:
             task = self.tasks.get(options["task_id"])
         else:
             task = self.tasks[int(self.np_random.integers(len(self.tasks)))]

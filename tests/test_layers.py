@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("sandboxes", ("gfcr.sandboxes",)),
     (
         "GFCR modules",
-        ("gfcr.generate", "gfcr.filter", "gfcr.control", "gfcr.replay", "gfcr.skills", "gfcr.workloads"),
+        ("gfcr.generate", "gfcr.filter", "gfcr.control", "gfcr.replay", "gfcr.skills", "gfcr.workloads", "gfcr.proposals"),
     ),
     ("envs", ("gfcr.envs",)),
     ("agents", ("gfcr.agents",)),

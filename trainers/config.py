@@ -35,7 +35,9 @@ from gfcr.filter import JudgeConfig
 from gfcr.filter.indicators import THRESHOLDS
 from gfcr.filter.seed_grpo import SeedGRPO
 from gfcr.generate import GenerateConfig
+from gfcr.proposals import ProposeConfig
 from gfcr.registry import import_modules
+from gfcr.skills import SkillTrainingConfig
 from gfcr.trainers.batching import ESTIMATORS
 from gfcr.trainers.losses import CORRECTIONS, LOSSES
 
@@ -288,6 +290,10 @@ class ReplaySection:
         "under the current policy) | tis (that, and each token weighed by min(π_old/μ, [loss] tis_cap) "
         "against its behaviour policy μ).",
     )
+    skills: SkillTrainingConfig = setting(
+        default_factory=SkillTrainingConfig,
+        help="The run's skill library: extraction from successful episodes, usage statistics, eviction.",
+    )
 
     def __post_init__(self) -> None:
         if self.correction not in CORRECTIONS:
@@ -369,6 +375,10 @@ class PipelineConfig:
     credit: CreditSection = setting(
         default_factory=CreditSection, help="Filter's credit stage: options over the advantages."
     )
+    propose: ProposeConfig = setting(
+        default_factory=ProposeConfig,
+        help="Tasks the policy proposes, verified by execution, solved and trained on (Absolute Zero).",
+    )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PipelineConfig:
@@ -381,7 +391,7 @@ class PipelineConfig:
         return cls.from_dict(read_toml(path))
 
 
-PIPELINE_SECTIONS = ("control", "generate", "judge", "overlong_penalty", "replay", "credit")
+PIPELINE_SECTIONS = ("control", "generate", "judge", "overlong_penalty", "replay", "credit", "propose")
 MOVED = {  # (section, key or None for all of it) -> where it is now
     ("rollout", "selector"): "[control] selector",
     ("dynamic_sampling", None): "[control] dynamic_sampling = true (filter_groups), oversample, max_rounds",

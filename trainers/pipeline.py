@@ -19,7 +19,9 @@ The survey's lifecycle is the shape of a step (DESIGN.md, "The rollout pipeline"
   versions old is evicted, an all-failed group gets a stored correct response (AR3PO's rescue),
   each group gets stored samples of its prompt at `[replay] mix_ratio` (RePO's mix,
   `gfcr.control.OffPolicyMix`); old samples keep their behaviour logprobs and version, for the
-  trainer's correction;
+  trainer's correction; with `[replay.skills]`, the step's successful episodes add their verified
+  fragments to the run's skill library, which counts each skill's uses and evicts
+  (`gfcr.skills.SkillKeeper`);
 - credit is Filter: advantages per token (`samples_from_groups`, group or tree estimators), each
   group's damped by its semantic entropy with SEED-GRPO (`[credit.seed_grpo]`).
 
@@ -57,10 +59,12 @@ from gfcr.filter.process import ByEnv, ProcessScorer
 from gfcr.filter.process_credit import ProcessConfig, ProcessJudge
 from gfcr.filter.seed_grpo import SeedGRPO
 from gfcr.filter.semantic import semantic_entropy
-from gfcr.generate import BranchTokens, GuidedPolicy, group_by_task, round_seed
+from gfcr.generate import BranchTokens, GuidanceConfig, GuidedPolicy, group_by_task, round_seed
 from gfcr.replay import ReplayBuffer
+from gfcr.skills import SkillKeeper, SkillLibrary
 from gfcr.trainers.batching import Sample, samples_from_groups
 from gfcr.trainers.config import PipelineConfig
+from gfcr.trainers.propose import ProposeStage
 
 logger = logging.getLogger(__name__)
 
@@ -135,10 +139,13 @@ class RolloutPipeline:
         rescue: bool = False,
         mix: OffPolicyMix | None = None,
         seed_grpo: SeedGRPO | None = None,
+        skills: SkillKeeper | None = None,
+        propose: ProposeStage | None = None,
         estimator: str = "grpo",
         seed: int = 0,
     ) -> None:
         self.controller, self.replay, self.rescue = controller, replay, rescue
+        self.propose = propose  # [propose]: tasks the policy proposes, solved and trained on each step
         self.judge = judge or JudgeStage()  # the run's; `judges`: those of envs with their own
         self.judges = dict(judges or {})
         self.process = process  # [judge.process]: per-step scores mixed into credit
@@ -165,6 +172,9 @@ class RolloutPipeline:
         # this step's wall seconds with a policy batch, and with an env call, in flight
         self.busy_s = {"policy": 0.0, "env": 0.0}
         self._task_sources: dict[str, Any] = {}  # env key -> its tasks (for judges that read gold)
+        self.skills = skills  # [replay.skills]: the keep stage's skill library
+        if skills is not None:
+            self.keep_skills(skills.library)
 
     @classmethod
     def from_config(
@@ -208,8 +218,10 @@ class RolloutPipeline:
                 "are dropped before the keep stage; use one or the other"
             )
         generate = config.generate
+        skills = config.replay.skills  # the run's library: in memory until a trainer opens its own
+        keeper = SkillKeeper(skills.library("sqlite://"), skills) if skills.enabled else None
         return cls(
-            guided(policy, generate.guidance, control.history),
+            guided(policy, run_skills(generate.guidance, keeper is not None), control.history),
             tasks,
             control,
             runner=runner,
@@ -221,6 +233,8 @@ class RolloutPipeline:
             rescue=rescue,
             mix=mix,
             seed_grpo=config.credit.seed_grpo if config.credit.seed_grpo.enabled else None,
+            skills=keeper,
+            propose=ProposeStage.for_pool(config.propose, tasks),
             estimator=estimator,
             seed=seed,
         )
@@ -229,6 +243,16 @@ class RolloutPipeline:
         """The keep stage's buffer: every finished episode is stored there (a trainer opens it when
         its run begins, after clearing an earlier run's)."""
         self.replay = replay
+
+    def keep_skills(self, library: SkillLibrary) -> None:
+        """The keep stage's skill library (a trainer opens the run's, out_dir/skills.db, when it
+        begins); skill guidance retrieves from it, so a skill extracted in one step is in the next
+        step's prompts."""
+        if self.skills is None:
+            raise ConfigError("the pipeline keeps no skills: set [replay.skills] enabled = true")
+        self.skills.library = library
+        if isinstance(self.policy, GuidedPolicy) and isinstance(self.policy.guide, SkillLibrary):
+            self.policy.guide = library
 
     @staticmethod
     def reward(trajectory: Trajectory) -> float:
@@ -243,10 +267,12 @@ class RolloutPipeline:
         self.batch = batch = StepBatch({})
         batch.decided = self.controller.collect(self.sample, list(candidates or self.task_ids))
         batch.groups, rescued = self._keep(batch.decided.groups)
+        proposed = self.propose.run(self, batch) if self.propose is not None else {}
+        skills = self.skills.keep(batch.generated) if self.skills is not None else {}
         if self.process is not None:  # process scores shape credit only: the groups it trains on
             counts = [self.process.annotate(group) for group in batch.groups.values()]
             self.process_counts = (sum(c[0] for c in counts), sum(c[1] for c in counts))
-        batch.metrics = self._metrics(batch, rescued)
+        batch.metrics = self._metrics(batch, rescued) | skills | proposed
         return batch
 
     def credit(self, batch: StepBatch) -> list[Sample]:
@@ -290,6 +316,11 @@ class RolloutPipeline:
         specs = self.controller.episodes(
             self.tasks_for(roots), roots, seed=round_seed(self.seed, self.rounds_total)
         )
+        return self.run_specs(specs)
+
+    def run_specs(self, specs: Sequence[EpisodeSpec]) -> list[Trajectory]:
+        """One round of the runner over `specs`, counted in the step's episodes, tokens and busy
+        seconds; the trajectories in the specs' order, each root before its branches."""
         self.rounds_total += 1
         rank = {spec.id: i for i, spec in enumerate(specs)}
         result = self.runner.run(specs)
@@ -354,6 +385,8 @@ class RolloutPipeline:
         if not stage.needs_task:
             return Task(task_id, trajectory.prompt)
         spec = self.templates[task_id]
+        if spec.task is not None:  # a generated task: its own gold
+            return spec.task
         if spec.env.key not in self._task_sources:
             self._task_sources[spec.env.key] = task_source(spec.env)
         return self._task_sources[spec.env.key].get(task_id)
@@ -430,17 +463,44 @@ class RolloutPipeline:
             metrics |= self.controller.curriculum.metrics()
         return metrics | rollout_metrics(batch)
 
-    def state_dict(self) -> dict[str, int]:
-        return {
+    def state_dict(self) -> dict[str, Any]:
+        state: dict[str, Any] = {
             "samples_total": self.samples_total,
             "tokens_total": self.tokens_total,
             "rounds_total": self.rounds_total,
         }
+        if self.propose is not None:
+            state["propose"] = self.propose.state_dict()
+        return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.samples_total = int(state["samples_total"])
         self.tokens_total = int(state["tokens_total"])
         self.rounds_total = int(state["rounds_total"])
+        if self.propose is not None and "propose" in state:
+            self.propose.load_state_dict(state["propose"])
+
+
+def run_skills(guidance: GuidanceConfig, kept: bool) -> GuidanceConfig:
+    """Skill guidance without a library URL reads the run's own library (`[replay.skills]`): an
+    empty in-memory one stands in until `keep_skills` gives it; the other guidance as it is.
+
+    >>> run_skills(GuidanceConfig(kind="skills"), kept=True).skills
+    'sqlite://'
+    """
+    if guidance.kind != "skills":
+        return guidance
+    if not kept and not guidance.skills:
+        raise ConfigError(
+            "[generate.guidance] kind = 'skills' without a skills library retrieves from the run's own: "
+            "set [replay.skills] enabled = true, or give skills = PATH"
+        )
+    if kept and guidance.skills:
+        raise ConfigError(
+            f"[generate.guidance] skills = {guidance.skills!r} and [replay.skills] enabled: the guidance "
+            "would not read the library training grows; leave skills unset to guide from the run's own"
+        )
+    return guidance if guidance.skills else dataclasses.replace(guidance, skills="sqlite://")
 
 
 def process_judge(config: ProcessConfig, tasks: Sequence[EpisodeSpec], policy: Policy) -> ProcessJudge | None:

@@ -60,6 +60,7 @@ from gfcr.core import EpisodeSpec, Trajectory, read_jsonl, write_jsonl
 from gfcr.core.config import to_dict
 from gfcr.errors import ConfigError
 from gfcr.filter.indicators import replay_indicators, replayed
+from gfcr.proposals import ProvenanceStore
 from gfcr.replay import ReplayBuffer, ReplayConfig
 from gfcr.trainers import checkpoint as ckpt
 from gfcr.trainers.batching import Sample
@@ -76,6 +77,8 @@ logger = logging.getLogger(__name__)
 SFT_DATA = "sft_data.jsonl"  # the teacher's kept trajectories, in out_dir
 SFT_SOURCE = "sft_data.source.json"  # the settings that made them (`sft_data_source`)
 REPLAY_FILES = ("replay.db", "replay.db-journal", "replay.db-wal", "replay.db-shm")
+SKILL_FILES = ("skills.db", "skills.db-journal", "skills.db-wal", "skills.db-shm")  # [replay.skills]
+PROPOSAL_FILES = ("proposals.db", "proposals.db-journal", "proposals.db-wal", "proposals.db-shm")  # [propose]
 
 
 class Trainer:
@@ -145,6 +148,10 @@ class Trainer:
             url = str(self.out / "replay.db")
             self.replay = ReplayBuffer(ReplayConfig(url=url, max_staleness=replay.max_staleness))
             self.pipeline.keep_in(self.replay)
+        if replay.skills.enabled:  # the run's skill library, grown by its steps
+            self.pipeline.keep_skills(replay.skills.library(str(self.out / "skills.db")))
+        if self.pipeline.propose is not None:  # every proposal's provenance, for `gfcr diagnose`
+            self.pipeline.propose.store = ProvenanceStore(self.out / "proposals.db")
         if latest is not None:
             self.load(latest)
         self.models.sync(self.step)
@@ -438,10 +445,12 @@ class Trainer:
     # -- checkpoints -----------------------------------------------------------------------------
 
     def clear_outputs(self, *, keep_sft_data: bool) -> None:
-        """Starting over: remove the checkpoints and replay buffer an earlier run left in out_dir,
-        and its SFT data unless `keep_sft_data` (metrics and TensorBoard events: `MetricLogger`)."""
+        """Starting over: remove the checkpoints, replay buffer and skill library an earlier run
+        left in out_dir, and its SFT data unless `keep_sft_data` (metrics and TensorBoard events:
+        `MetricLogger`)."""
         ckpt.remove_checkpoints(self.out / "checkpoints")
-        names = REPLAY_FILES if keep_sft_data else (*REPLAY_FILES, SFT_DATA, SFT_SOURCE)
+        names: tuple[str, ...] = (*REPLAY_FILES, *SKILL_FILES, *PROPOSAL_FILES)
+        names += () if keep_sft_data else (SFT_DATA, SFT_SOURCE)
         for name in names:
             if (self.out / name).exists():
                 (self.out / name).unlink()
@@ -464,6 +473,7 @@ class Trainer:
             else self.controller.state_dict(),
             "rollouts": self.rollouts_trained,
             "replay": self.replay.state_dict() if self.replay is not None else None,
+            "skills": self.pipeline.skills.state_dict() if self.pipeline.skills is not None else None,
             "config": self.config.to_dict(),
             "reference": reference.state_dict() if reference is not None and warm_started else None,
         }
@@ -491,6 +501,8 @@ class Trainer:
             self.pipeline.load_state_dict(state["rollouts"])
         if self.replay is not None and state.get("replay") is not None:
             self.replay.load_state_dict(state["replay"])
+        if self.pipeline.skills is not None and state.get("skills") is not None:
+            self.pipeline.skills.load_state_dict(state["skills"])
         ckpt.set_rng_state(state["rng"])
         self.step = int(state["step"])
         logger.info("resumed from %s (step %d)", checkpoint, self.step)

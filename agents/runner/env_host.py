@@ -25,7 +25,7 @@ from typing import Any
 import gymnasium as gym
 
 from gfcr.agents.runner.env_servers import EnvServers
-from gfcr.core import Action
+from gfcr.core import Action, Task
 from gfcr.core.episode import EnvConfig
 from gfcr.errors import EpisodeError, GfcrError
 
@@ -44,16 +44,17 @@ class EnvHost:
         self._lock = threading.Lock()
 
     def reset(
-        self, episode: str, config: EnvConfig, task_id: str | None, seed: int | None
+        self, episode: str, config: EnvConfig, task: str | Task | None, seed: int | None
     ) -> tuple[str, dict]:
-        """Take an env for `episode` and reset it to `task_id` (or the task `seed` picks)."""
+        """Take an env for `episode` and reset it to `task` (an id, or a `Task` the env does not
+        hold), or to the task `seed` picks."""
         url = self.servers.url_for(config) if self.servers is not None else None
         with self._lock:
             self._urls[episode] = url
         env = self._take(config, url)
         with self._lock:
             self._live[episode] = ((config.key, url), env)
-        return env.reset(seed=seed, options={"task_id": task_id} if task_id is not None else None)
+        return env.reset(seed=seed, options=task_options(task))
 
     def step(self, episode: str, action: str | Action) -> StepResult:
         """Step the env of `episode`."""
@@ -126,3 +127,14 @@ def _close_quietly(env: gym.Env) -> None:
         env.close()
     except Exception:  # closing a broken env must not hide why it broke
         pass
+
+
+def task_options(task: str | Task | None) -> dict[str, Any] | None:
+    """The reset options that pick `task`: its id, or the `Task` itself.
+
+    >>> task_options("t0"), task_options(None), task_options(Task("gen/1", "1+1?", "2"))["task"].id
+    ({'task_id': 't0'}, None, 'gen/1')
+    """
+    if task is None:
+        return None
+    return {"task": task} if isinstance(task, Task) else {"task_id": task}

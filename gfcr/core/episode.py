@@ -20,6 +20,7 @@ from functools import cached_property
 from typing import Any
 
 from gfcr.core.policy import SamplingParams
+from gfcr.core.task import Task
 from gfcr.errors import ConfigError
 
 
@@ -40,7 +41,9 @@ class EnvConfig:
 @dataclass(frozen=True)
 class EpisodeSpec:
     """One episode to run: env configuration, task (None: the seed picks), seed, sample number,
-    and `SamplingParams` fields that override the runner's for it.
+    and `SamplingParams` fields that override the runner's for it. `task`: a `Task` object the env
+    does not hold (a generated one, `task_id` its id), which the runner resets the env to with
+    `options={"task": task}`; the env grades it from its own gold.
 
     >>> spec = EpisodeSpec(EnvConfig("gfcr/Math-v0"), "q", sampling={"temperature": 1.2})
     >>> spec.sampling_params(SamplingParams(temperature=1.0, max_tokens=64))
@@ -56,8 +59,11 @@ class EpisodeSpec:
     seed: int | None = None
     sample: int = 0
     sampling: dict[str, Any] = field(default_factory=dict)  # SamplingParams field -> value
+    task: Task | None = field(default=None, compare=False)  # not in `id`: `task_id` names it
 
     def __post_init__(self) -> None:
+        if self.task is not None and self.task.id != self.task_id:
+            raise ConfigError(f"EpisodeSpec task_id {self.task_id!r} must be its task's id {self.task.id!r}")
         known = sorted(f.name for f in dataclasses.fields(SamplingParams))
         for name in self.sampling:
             if name not in known:

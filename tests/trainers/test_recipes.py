@@ -22,7 +22,9 @@ METHODS |= {"seed_grpo"}  # the credit stage's
 METHODS |= {"repo"}  # the keep stage's replay mix, corrected in the update
 METHODS |= {"ttrl", "shorter_better", "ruler"}  # the judge stage's
 METHODS |= {"prm"}  # the judge stage's process scores, mixed into credit
+METHODS |= {"skills"}  # the keep stage's skill library, retrieved as guidance
 METHODS |= {"curriculum"}  # the choose stage's difficulty levels
+METHODS |= {"absolute_zero"}  # the propose stage's tasks the policy proposes
 LEVELED = {"curriculum"}  # the shared tasks at difficulty levels: [env] kwargs levels, not generator_config
 TREES = {"treerl", "treerpo"}  # per-token credit from a tree: TRL trains them with TreeGRPOTrainer
 TOKEN_CREDIT = TREES | {"prm"}  # per-token credit, trees' or process scores': TreeGRPOTrainer under TRL
@@ -35,6 +37,8 @@ def shrunk(path: Path, tiny_model: Path, env_id: str, out_dir: Path) -> TrainCon
     env = {"id": env_id, "kwargs": {}, "num_tasks": 16}
     if path.stem in LEVELED:  # its own tasks, few: 2 generators x 3 levels x 4, every one in the pool
         env = {"kwargs": {**data["env"]["kwargs"], "size": 4}, "num_tasks": 24}
+    if path.stem == "absolute_zero":  # proposals of the math family: its own tasks are their parents
+        env = {"kwargs": {**data["env"]["kwargs"], "size": 4}, "num_tasks": 8}
     overrides: dict[str, Any] = {
         "model": {"path": str(tiny_model)},
         "env": env,
@@ -63,7 +67,7 @@ def test_every_method_of_the_survey_that_gfcr_realises_has_a_recipe():
 def test_the_recipes_share_everything_but_their_method():
     """Side by side, they differ only in out_dir and the method's sections ([loss], [control],
     [generate], [judge], [overlong_penalty], [replay], [credit])."""
-    method = {"out_dir", "loss", "control", "generate", "judge", "overlong_penalty", "replay", "credit"}
+    method = {"out_dir", "loss", "control", "generate", "judge", "overlong_penalty", "replay", "credit", "propose"}
     shared = [{k: v for k, v in read_toml(p).items() if k not in method} for p in RECIPES]
     for path, recipe in zip(RECIPES, shared, strict=True):  # the tasks' difficulty: levels or generator_config
         recipe["env"]["kwargs"].pop("levels" if path.stem in LEVELED else "generator_config")
@@ -128,11 +132,22 @@ def test_the_recipe_runs_one_step_and_its_method_acts(path, tiny_model, parity_e
             process = trainer.pipeline.process
             assert process is not None and process.credit.segments == "lines" and process.credit.weight == 0.5
             assert m["judge/process_scored"] + m["judge/process_unscored"] >= len(trainer.last_rollout.trained)
+        case "absolute_zero":  # one proposer group (the tiny model's junk: invalid, reward 0), recorded
+            proposals = trainer.last_rollout.groups["propose/gfcr/Math-v0/0"]
+            assert len(proposals) == m["propose/proposed"] == 8 and m["propose/invalid"] == 8
+            assert all(t.reward_terms == {"learnability": 0.0} for t in proposals)
+            store = trainer.pipeline.propose.store
+            assert str(store.engine.url).endswith("proposals.db") and len(store.records()) == 8
         case "curriculum":  # each category starts at level 1: only its level-1 tasks are chosen
             assert trainer.controller.curriculum is not None and m["choose/curriculum/level_mean"] == 1.0
             assert {task_id.split("/")[2] for task_id in trainer.last_rollout.groups} == {"1"}
             assert m["choose/curriculum/level/rg/chain_sum"] == m["choose/curriculum/level/rg/products"] == 1.0
             assert m["choose/curriculum/candidates"] == 8  # 2 generators x 4 tasks of level 1
+        case "skills":  # the run's library, opened in out_dir, is the guidance's; logged every step
+            keeper = trainer.pipeline.skills
+            assert keeper is not None and trainer.pipeline.policy.guide is keeper.library
+            assert keeper.library.config.url.endswith("skills.db") and keeper.step == 1
+            assert {"keep/skills/size", "keep/skills/extracted", "generate/skills_retrieved"} <= set(m)
         case "repo":  # the same prompts again: each group of 4 gets 4 stored samples, weighed by tis
             assert m["keep/mixed"] == 0 and m["replay/samples"] == 0  # nothing stored before step 1
             again = trainer.pipeline.step(candidates=list(trainer.last_rollout.groups))

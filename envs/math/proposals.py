@@ -1,0 +1,57 @@
+"""Math proposals: a problem and a Python program that computes its answer, run in the sandbox.
+
+The answer is what the program prints (its last line), never what the proposer claims: a claimed
+answer is only checked against it (`Verified.claimed_agrees`), and the env's answer checker grades
+the solver against the printed one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gfcr.core import Task
+from gfcr.envs.math.env import MathEnv
+from gfcr.envs.math.verifier import check_answer
+from gfcr.envs.proposals.base import Verified
+from gfcr.proposals import Rejected, parse_sections
+from gfcr.sandboxes import Limits, shared_sandbox
+
+FORMAT = """Write it in tagged sections:
+<problem>the problem statement, with a single final answer</problem>
+<program>a Python program that computes the answer and prints it (only the answer, on the last line)</program>
+<answer>the answer you expect the program to print</answer>"""
+LIMITS = Limits(wall_s=10.0, cpu_s=10.0, memory_mb=512, max_output_bytes=100_000)
+MAX_ANSWER_CHARS = 100  # an answer longer than this is a dump, not a final answer
+
+
+class MathProposals:
+    """The math family's proposals (`gfcr.envs.proposals.ProposalFamily`)."""
+
+    format = FORMAT
+
+    def __init__(self, backend: str = "auto") -> None:
+        self.backend = backend
+
+    def describe(self, task: Task, env: MathEnv | None) -> str:
+        return task.prompt
+
+    def verify(self, text: str, env: MathEnv | None, task_id: str, parents: Sequence[Task]) -> Verified:
+        sections = parse_sections(text, ["problem", "program"], ["answer"])
+        result = shared_sandbox(self.backend).run(sections["program"], limits=LIMITS)
+        if not result.ok:
+            raise Rejected(
+                "invalid", f"the answer program failed ({result.status}): {result.stderr.strip()[-300:]}"
+            )
+        lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
+        if not lines:
+            raise Rejected("invalid", "the answer program printed nothing; print the answer on the last line")
+        if len(answer := lines[-1]) > MAX_ANSWER_CHARS:
+            raise Rejected(
+                "invalid", f"the printed answer is {len(answer)} characters; print only the final answer"
+            )
+        task = Task(task_id, sections["problem"], answer, "generated")
+        claimed = sections.get("answer")
+        return Verified(task, check_answer(task, claimed) if claimed is not None else None)
+
+
+MATH = MathProposals()

@@ -1,0 +1,16 @@
+"""Proposals in the env layer: the proposer's episode (`ProposeEnv`), and each family's verifier
+that turns a proposal into a `Task` only if it verifies by execution (`family_of`)."""
+
+from gfcr.envs.proposals.base import ProposalFamily, Verified
+from gfcr.envs.proposals.env import PROPOSE_ENV, ProposeEnv
+from gfcr.envs.proposals.families import FAMILIES, family_of, proposer_prompt
+
+__all__ = [
+    "FAMILIES",
+    "PROPOSE_ENV",
+    "ProposalFamily",
+    "ProposeEnv",
+    "Verified",
+    "family_of",
+    "proposer_prompt",
+]

@@ -1,0 +1,32 @@
+"""The contract of a family's proposals: the format it asks for, and verification by execution."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from gfcr.core import Task
+
+
+@dataclass(frozen=True)
+class Verified:
+    """A proposal that verified: its task, and whether the answer the proposer claimed agrees with
+    the executed one (None where the family's format claims none)."""
+
+    task: Task
+    claimed_agrees: bool | None = None
+
+
+class ProposalFamily(Protocol):
+    """What one env family does with proposals: `format` tells the proposer which tagged sections
+    to write; `describe` shows a pool task as an example (a parent); `verify` turns the proposer's
+    text into a `Task` with id `task_id` by executing it (a reference solution against its tests,
+    an answer program, a gold query), or raises `gfcr.proposals.Rejected` with the reason.
+    `env` is an env of the family (its sandbox, its databases); `parents` the tasks shown."""
+
+    format: str
+
+    def describe(self, task: Task, env: Any) -> str: ...
+
+    def verify(self, text: str, env: Any, task_id: str, parents: Sequence[Task]) -> Verified: ...

@@ -1,0 +1,123 @@
+"""Provenance of every proposed task: who proposed it from what, how it verified, when it came and went.
+
+One row per proposal, kept or rejected: its id, family (env id), prompt and gold, the proposer's
+policy version, the parent tasks its prompt showed, the verdict (`valid`, or the kind of rejection)
+with its reason, the solver's success on it, whether the proposer's claimed answer agreed with the
+executed one (where it claims one), the step it was proposed, added to the pool and retired. Storage
+goes through SQLAlchemy (`gfcr.storage.open_database`: a SQLite file by default); each write is one
+committed transaction, so a killed run loses nothing it had recorded. `gfcr diagnose` reads it to
+show drift: generated tasks' share, difficulty and verifier agreement over training.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import JSON, Boolean, Column, Float, Integer, MetaData, String, Table, Text, select, update
+
+from gfcr.errors import StorageError
+from gfcr.storage import open_database
+
+metadata = MetaData()
+table = Table(
+    "proposed_tasks",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("family", String(255), nullable=False, index=True),  # the env id its tasks run in
+    Column("prompt", Text, nullable=False),
+    Column("gold", Text, nullable=False),  # the gold data as text (JSON where it is plain data)
+    Column("proposer_version", String(255), nullable=False),
+    Column("parent_ids", JSON, nullable=False),
+    Column("verdict", String(32), nullable=False, index=True),  # "valid" or a kind of REJECTIONS
+    Column("reason", Text, nullable=False),
+    Column("solver_success", Float, nullable=True),  # None: no solver ran (rejected before)
+    Column("claimed_agrees", Boolean, nullable=True),  # None: the proposal claimed no answer
+    Column("step_proposed", Integer, nullable=False, index=True),
+    Column("step_added", Integer, nullable=True),  # None: never joined the pool
+    Column("step_retired", Integer, nullable=True),  # None: in the pool still (or never added)
+    Column("created", Float, nullable=False),  # Unix seconds
+)
+
+
+@dataclass(frozen=True)
+class ProvenanceRecord:
+    """One proposal's provenance (the columns of `proposed_tasks`)."""
+
+    id: str
+    family: str
+    prompt: str
+    gold: str
+    proposer_version: str
+    parent_ids: tuple[str, ...]
+    verdict: str
+    reason: str
+    step_proposed: int
+    solver_success: float | None = None
+    claimed_agrees: bool | None = None
+    step_added: int | None = None
+    step_retired: int | None = None
+    created: float = dataclasses.field(default_factory=time.time)
+
+    @property
+    def active(self) -> bool:
+        """Whether the task is in the choose pool: added and not retired."""
+        return self.step_added is not None and self.step_retired is None
+
+
+class ProvenanceStore:
+    """The proposals of a run, in a database (`target`: a SQLAlchemy URL or a SQLite path; the
+    default keeps them in memory).
+
+    >>> store = ProvenanceStore()
+    >>> store.record(ProvenanceRecord("gen/1", "gfcr/Math-v0", "1+2?", "3", "v0", ("mmath/0",), "valid", "",
+    ...                               step_proposed=0, solver_success=0.5, step_added=0))
+    >>> store.retire("gen/1", step=7)
+    >>> [(r.id, r.step_added, r.step_retired, r.active) for r in store.records()]
+    [('gen/1', 0, 7, False)]
+    """
+
+    def __init__(self, target: str | Path = "sqlite://") -> None:
+        self.engine = open_database(target, metadata)
+
+    def record(self, record: ProvenanceRecord) -> None:
+        """Store one proposal (a proposal id recorded twice is an error: ids name one proposal)."""
+        row = dataclasses.asdict(record) | {"parent_ids": list(record.parent_ids)}
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(table.insert().values(**row))
+        except Exception as e:
+            raise StorageError(f"cannot record proposal {record.id!r} in {self.engine.url!r}: {e}") from e
+
+    def retire(self, task_id: str, *, step: int) -> None:
+        """Mark a task as leaving the choose pool at `step`."""
+        with self.engine.begin() as conn:
+            done = conn.execute(update(table).where(table.c.id == task_id).values(step_retired=step))
+        if done.rowcount != 1:
+            raise StorageError(f"no proposal {task_id!r} to retire in {self.engine.url!r}")
+
+    def records(self) -> list[ProvenanceRecord]:
+        """Every proposal, in the order proposed."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(table).order_by(table.c.step_proposed, table.c.created)).mappings()
+            return [ProvenanceRecord(**{**row, "parent_ids": tuple(row["parent_ids"])}) for row in rows]
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def gold_text(gold: object) -> str:
+    """A task's gold data as text: JSON for plain data and dataclasses, else its repr.
+
+    >>> gold_text("42"), gold_text({"sql": "SELECT 1"})
+    ('"42"', '{"sql": "SELECT 1"}')
+    """
+    if dataclasses.is_dataclass(gold) and not isinstance(gold, type):
+        gold = dataclasses.asdict(gold)
+    try:
+        return json.dumps(gold, ensure_ascii=False)
+    except TypeError:
+        return repr(gold)
