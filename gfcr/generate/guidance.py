@@ -76,7 +76,11 @@ class GuidanceConfig:
         (), "kind = fewshot: worked examples, a list of [task, solution] pairs."
     )
     plan: str = setting("", "kind = plan: the plan every prompt is told to follow.")
-    skills: str = setting("", "kind = skills: the skill library (a SQLAlchemy URL or SQLite path).")
+    skills: str = setting(
+        "",
+        "kind = skills: the skill library (a SQLAlchemy URL or SQLite path); unset: the run's own, "
+        "grown by training ([replay.skills] enabled).",
+    )
     adaptive_below: float | None = setting(
         None,
         "Guide a prompt only while its posterior mean success is below this (None: always guide).",
@@ -93,7 +97,7 @@ class GuidanceConfig:
             )
         object.__setattr__(self, "fewshot", pairs)
         given = {"fewshot": self.fewshot, "plan": self.plan, "skills": self.skills}
-        if self.kind in given and not given[self.kind]:
+        if self.kind in ("fewshot", "plan") and not given[self.kind]:  # skills unset: the run's own
             raise ConfigError(
                 f"guidance kind {self.kind!r} needs its {self.kind} setting; set {self.kind} = ..."
             )

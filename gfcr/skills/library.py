@@ -9,6 +9,7 @@ extract skills from every successful trajectory).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -23,6 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from gfcr.core import Trajectory, solved
 from gfcr.errors import ConfigError, StorageError
+from gfcr.skills.fragments import extract_patch, extract_sql_queries, verification
 from gfcr.skills.skill import Skill, extract_functions, extract_tool_sequence
 from gfcr.storage import open_database
 
@@ -43,7 +45,14 @@ table = Table(
     Column("uses", Integer, nullable=False),
     Column("successes", Integer, nullable=False),
     Column("example", JSON, nullable=False),
+    # nullable: a library written before they existed opens as it is (`add_missing_columns`)
+    Column("category", String(255), nullable=True),
+    Column("verification", JSON, nullable=True),
+    Column("extracted_at", Integer, nullable=True),
+    Column("last_used", Integer, nullable=True),
 )
+# what admitted a skill of each kind, where its extractor does not say
+VERIFIED = {"tool_sequence": "episode solved", "function": "its tests passed"}
 
 
 @dataclass(frozen=True)
@@ -88,7 +97,7 @@ class SkillLibrary:
         try:
             with self.engine.connect() as conn:
                 for row in conn.execute(select(table)).mappings():
-                    skill = Skill(**{k: row[k] for k in names})
+                    skill = Skill(**{k: row[k] for k in names if row[k] is not None})
                     self._skills[skill.id] = skill
         except SQLAlchemyError as e:
             raise StorageError(f"skill library {config.url!r}: read failed: {e}") from e
@@ -113,28 +122,44 @@ class SkillLibrary:
             self._index = None
             return skill
 
-    def extract(self, trajectory: Trajectory) -> list[Skill]:
-        """Add the skills of a successful trajectory (none from a failed one); returns them."""
+    def extract(self, trajectory: Trajectory, *, step: int = 0, category: str = "") -> list[Skill]:
+        """Add the skills of a successful trajectory (none from a failed one): helper functions,
+        its tool-call procedure, SQL queries that executed, a patch that passed; each with the
+        verification that admitted it, the task's `category` and the library's `step`. Returns
+        them (a skill already known as it was)."""
         if trajectory.status != "ok" or not solved(trajectory.total_reward, self.config.success_at):
             return []
-        found = extract_functions(trajectory)
-        if (sequence := extract_tool_sequence(trajectory)) is not None:
-            found.append(sequence)
-        return [self.add(skill) for skill in found]
+        fragments = [*extract_sql_queries(trajectory), *filter(None, [extract_patch(trajectory)])]
+        # where the env verified fragments, they are the reusable part, not the calls that carried them
+        procedure = None if fragments else extract_tool_sequence(trajectory)
+        found = [*extract_functions(trajectory), *fragments, *filter(None, [procedure])]
+        return [
+            self.add(
+                dataclasses.replace(
+                    skill,
+                    category=category,
+                    verification=skill.verification or verification(trajectory, VERIFIED[skill.kind]),
+                    extracted_at=step,
+                    last_used=step,
+                )
+            )
+            for skill in found
+        ]
 
     def store(self, trajectory: Trajectory) -> None:
         """Runner Replay hook: learn skills from each finished trajectory."""
         self.extract(trajectory)
 
-    def record(self, skill_id: str, success: bool) -> None:
-        """Count one episode that used the skill, and whether it succeeded."""
+    def record(self, skill_id: str, success: bool, *, step: int | None = None) -> None:
+        """Count one episode that used the skill, and whether it succeeded (at the library's
+        `step`: the skill was last used then)."""
         with self._lock:
             skill = self._skills[skill_id]
             skill.uses += 1
             skill.successes += int(success)
-            statement = (
-                update(table).where(table.c.id == skill_id).values(uses=skill.uses, successes=skill.successes)
-            )
+            skill.last_used = skill.last_used if step is None else step
+            values = {"uses": skill.uses, "successes": skill.successes, "last_used": skill.last_used}
+            statement = update(table).where(table.c.id == skill_id).values(**values)
             self._write(lambda conn: conn.execute(statement))
 
     def remove(self, skill_id: str) -> None:

@@ -1,12 +1,17 @@
 """A skill, and how skills are extracted from successful trajectories.
 
-Two kinds:
+Four kinds:
 - "tool_sequence": the tool calls that solved a task, in order, as a procedure. Arguments that
   repeat an earlier call's result become references to it (`{"$result": i}`), the others
   parameters (`{"$param": name}`, with the value seen as the example), so the procedure runs
   again on a new task's arguments.
 - "function": a helper function the policy wrote in a response that passed its tests, with
-  the imports of the code it came from.
+  the imports of the code it came from;
+- "sql_query": a SQL query that executed on a task's database (`gfcr.skills.fragments`);
+- "patch": a diff that passed a repository's tests (`gfcr.skills.fragments`).
+
+Each skill records the verification that admitted it (`verification`: the episode's reward and
+the env's signals, and what was verified, e.g. "tests passed") and its usage statistics.
 """
 
 from __future__ import annotations
@@ -18,11 +23,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from gfcr.core import Trajectory
+from gfcr.core import Message, ToolCall, Trajectory
+from gfcr.core.parsing import parse_action
 from gfcr.core.python_ast import parse_python
 from gfcr.errors import ConfigError, DataError
 
-KINDS = ("tool_sequence", "function")
+KINDS = ("tool_sequence", "function", "sql_query", "patch")
 _CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 
 
@@ -30,8 +36,12 @@ _CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 class Skill:
     """A reusable piece of solved work, with its provenance and success statistics.
 
-    `body` is the JSON procedure of a tool sequence, or a function's source code. `uses` and
-    `successes` count the episodes that used the skill and the ones that then succeeded.
+    `body` is the JSON procedure of a tool sequence, a function's source code, a SQL query or a
+    diff. `uses` and `successes` count the episodes that used the skill and the ones that then
+    succeeded. `category` is the source task's category (what its usefulness is measured
+    against), `verification` what admitted it ({"verified": "tests passed", "reward": 1.0,
+    "signals": {...}}), `extracted_at` and `last_used` the library's step counts when it was
+    found and when an episode last carried it (for staleness).
     """
 
     name: str
@@ -44,6 +54,10 @@ class Skill:
     uses: int = 0
     successes: int = 0
     example: dict[str, Any] = field(default_factory=dict)  # the parameters' values where it was found
+    category: str = ""
+    verification: dict[str, Any] = field(default_factory=dict)
+    extracted_at: int = 0
+    last_used: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -82,6 +96,10 @@ class Skill:
         """The skill as prompt text."""
         if self.kind == "function":
             return f"Helper `{self.name}` (passed its tests):\n```python\n{self.body}\n```"
+        if self.kind == "sql_query":
+            return f"SQL `{self.name}` (executed; for {self.description!r}):\n```sql\n{self.body}\n```"
+        if self.kind == "patch":
+            return f"Patch `{self.name}` (tests passed; for {self.description!r}):\n```diff\n{self.body}\n```"
         lines = []
         for number, step in enumerate(self.steps, 1):
             args = ", ".join(
@@ -116,7 +134,7 @@ def extract_tool_sequence(trajectory: Trajectory) -> Skill | None:
     pending: list[int] = []  # calls still waiting for their tool result, in order
     for message in trajectory.messages:
         if message.role == "assistant":
-            for call in message.tool_calls:
+            for call in tool_calls(message):
                 arguments: dict[str, dict[str, Any]] = {}
                 for arg, value in call.arguments.items():
                     earlier = [i for i, result in enumerate(results) if result == str(value).strip()]
@@ -188,3 +206,13 @@ def extract_functions(trajectory: Trajectory) -> list[Skill]:
                     )
                 )
     return skills
+
+
+def tool_calls(message: Message) -> tuple[ToolCall, ...]:
+    """The calls of an assistant message: parsed by the policy's server, else from its text.
+
+    >>> text = '<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>'
+    >>> tool_calls(Message("assistant", text))[0].name
+    'f'
+    """
+    return message.tool_calls or parse_action(message.text)[0].tool_calls
