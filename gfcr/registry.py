@@ -55,6 +55,7 @@ BUILTIN_ENVS: dict[str, str] = {
     "gfcr/SWE-v0": "gfcr.envs.swe.env:SWEEnv",
     "gfcr/Remote-v0": "gfcr.envs.remote.env:RemoteEnv",
     "gfcr/Vision-v0": "gfcr.envs.vision.env:VisionEnv",
+    "gfcr/Shop-v0": "gfcr.envs.shop.env:ShopEnv",
 }
 _registered: set[str] = set()
 

@@ -8,7 +8,8 @@ a module can be measured against the truth rather than estimated.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -141,6 +142,26 @@ def discount(amount: float, code: str) -> float:
     return round(amount * (1 - COUPONS[code]), 4)
 
 
+# the shop's tools, by name
+FUNCTIONS: dict[str, Callable[..., float]] = {f.__name__: f for f in (price, convert, tax, discount)}
+CHOICES = {"item": PRICES, "currency": RATES, "region": TAXES, "code": COUPONS}  # argument -> its table
+
+
+def run_procedure(procedure: Sequence[str], params: Mapping[str, str]) -> float:
+    """The result of calling `procedure`'s tools in turn, each fed the previous result as `amount`
+    and the task's `params` for its other arguments: the gold answer of a shop task.
+
+    >>> run_procedure(("price", "discount"), {"item": "melon", "code": "HALF"})
+    1.6
+    """
+    result = 0.0
+    for name in procedure:
+        function = FUNCTIONS[name]
+        arguments = inspect.signature(function).parameters
+        result = function(**{k: (result if k == "amount" else params[k]) for k in arguments})
+    return result
+
+
 class ShopTools:
     """The shop task family: tasks, tools, and episodes of a scripted agent.
 
@@ -156,7 +177,7 @@ class ShopTools:
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = np.random.default_rng(seed)
-        self.tools = {f.__name__: ToolSpec.from_function(f) for f in (price, convert, tax, discount)}
+        self.tools = {f.__name__: ToolSpec.from_function(f) for f in FUNCTIONS.values()}
 
     def tasks(self, count: int, *, prefix: str = "shop") -> list[Task]:
         """`count` tasks, kinds in turn, arguments drawn at random."""
@@ -170,7 +191,7 @@ class ShopTools:
                 "region": str(self.rng.choice(list(TAXES))),
                 "code": str(self.rng.choice(list(COUPONS))),
             }
-            gold = self._run(procedure, params)
+            gold = run_procedure(procedure, params)
             out.append(
                 Task(
                     f"{prefix}/{i}",
@@ -214,12 +235,3 @@ class ShopTools:
             {"correct": correct},
         )
         return Trajectory("synthetic/shop", task.id, task.prompt, [step], messages)
-
-    def _run(self, procedure: tuple[str, ...], params: dict[str, str]) -> float:
-        result: float = 0.0
-        for name in procedure:
-            tool = self.tools[name]
-            result = tool(
-                **{k: (result if k == "amount" else params[k]) for k in tool.parameters["properties"]}
-            )
-        return result

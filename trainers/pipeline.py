@@ -479,6 +479,7 @@ class RolloutPipeline:
         self.rounds_total = int(state["rounds_total"])
         if self.propose is not None and "propose" in state:
             self.propose.load_state_dict(state["propose"])
+            self.propose.rejoin(self)  # the generated tasks of the checkpoint's pool, rebuilt from the store
 
 
 def run_skills(guidance: GuidanceConfig, kept: bool) -> GuidanceConfig:
