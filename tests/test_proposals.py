@@ -7,8 +7,10 @@ import gymnasium as gym
 import pytest
 
 from gfcr.core import Task
-from gfcr.envs.proposals import ProposeEnv, family_of
+from gfcr.envs.proposals import ProposeEnv, family_of, restored_task
+from gfcr.errors import DataError
 from gfcr.proposals import NoveltyFilter, ProvenanceRecord, ProvenanceStore, Rejected, learnability
+from gfcr.proposals.provenance import gold_text
 
 STUB = 'def double(x: int) -> int:\n    """Twice x."""\n'
 CODE = f"<prompt>{STUB}</prompt><solution>def double(x):\n    return 2 * x\n</solution>" + (
@@ -140,6 +142,9 @@ def test_provenance_is_complete_survives_a_reopen_and_records_retirement(tmp_pat
         step_proposed=2,
         solver_success=0.5,
         claimed_agrees=True,
+        rerun_agrees=True,
+        task_source="generated",
+        task_metadata={},
         step_added=2,
     )
     ProvenanceStore(path).record(record)
@@ -159,3 +164,61 @@ def test_the_proposer_env_ends_its_one_turn_and_envs_refuse_a_task_that_is_no_ta
         env.reset(options={"task": "propose/0"})
     with pytest.raises(Exception, match="exclude each other"):
         env.reset(options={"task": Task("a", "b"), "task_id": "a"})
+
+
+def stored_and_restored(family: str, text: str, env, tmp_path, parents=()) -> tuple[Task, Task, bool | None]:
+    """A proposal verified by `family`, recorded in a store file and rebuilt from a reopened one."""
+    verified = family_of(family).verify(text, env, f"gen/{family}", list(parents))
+    task = verified.task
+    ProvenanceStore(tmp_path / "p.db").record(
+        ProvenanceRecord(task.id, family, task.prompt, gold_text(task.gold), "1", (), "valid", "",
+                         step_proposed=0, task_source=task.source, task_metadata=dict(task.metadata),
+                         rerun_agrees=verified.rerun_agrees, step_added=0)
+    )  # fmt: skip
+    (record,) = ProvenanceStore(tmp_path / "p.db").records()
+    return task, restored_task(record), record.rerun_agrees
+
+
+def test_every_familys_generated_task_round_trips_through_the_store_and_reruns_agree(
+    code_env, sql_env, tmp_path
+):
+    code, code_back, code_rerun = stored_and_restored("gfcr/Code-v0", CODE, code_env, tmp_path / "code")
+    assert (
+        code_back == code and code_back.gold.starter == STUB.strip() and code_back.metadata == code.metadata
+    )
+    code_env.reset(options={"task": code_back})  # the rebuilt gold grades as the original did
+    assert code_env.step("```python\ndef double(x):\n    return x + x\n```")[1] == 1.0
+    sql, sql_back, sql_rerun = stored_and_restored(
+        "gfcr/SQL-v0",
+        "<question>How many albums are there?</question><sql>SELECT COUNT(*) FROM Album</sql>",
+        sql_env,
+        tmp_path / "sql",
+        [sql_env.tasks[0]],
+    )
+    assert (
+        sql_back == sql and sql_back.metadata == sql.metadata and sql_back.metadata["database"] == "chinook"
+    )
+    _, info = sql_env.reset(options={"task": sql_back})
+    assert sql_env.step(type(sql_env).oracle(sql_back, info["messages"]))[1] == 1.0
+    math, math_back, math_rerun = stored_and_restored(
+        "gfcr/Math-v0", "<problem>What is 6 times 7?</problem><program>print(6 * 7)</program>", None, tmp_path
+    )
+    assert (math_back, math_back.gold) == (math, "42")
+    assert code_rerun is sql_rerun is math_rerun is True
+
+
+def test_a_check_that_gives_another_result_when_rerun_disagrees_with_itself():
+    text = "<problem>Pick a number.</problem><program>import os\nprint(os.urandom(8).hex())</program>"
+    assert family_of("gfcr/Math-v0").verify(text, None, "gen/r", []).rerun_agrees is False
+
+
+def test_a_rejected_proposal_or_gold_of_the_wrong_shape_is_no_task_to_rebuild():
+    rejected = ProvenanceRecord("gen/x", "gfcr/Math-v0", "junk", "", "1", (), "invalid", "no <problem>", 0)
+    with pytest.raises(DataError, match="holds no task to rebuild"):
+        restored_task(rejected)
+    with pytest.raises(DataError, match="CodeTests fields"):
+        family_of("gfcr/Code-v0").gold_from("SELECT 1")
+    with pytest.raises(DataError, match="fields"):
+        family_of("gfcr/Code-v0").gold_from({"kind": "function", "nope": 1})
+    with pytest.raises(DataError, match="plain data"):
+        gold_text(object())

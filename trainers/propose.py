@@ -15,6 +15,9 @@ Each step (`[propose]`, `gfcr.proposals.ProposeConfig`), after the keep stage:
 5. each proposer episode's reward is `learnability(s)` (0 for a rejected proposal); the proposer
    group and the solver groups are trained in this step with the chosen groups;
 6. every proposal is recorded with its provenance (`gfcr.proposals.ProvenanceStore`).
+
+A resumed run rewinds the store to the checkpoint's step and rebuilds the generated tasks that were
+in the pool from it (`load_state_dict`, then `rejoin`): they stay in the pool, with their provenance.
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ import numpy as np
 
 from gfcr.core import EnvConfig, EpisodeSpec, Task, Trajectory, solved
 from gfcr.envs.base import TextEnv
-from gfcr.envs.proposals import FAMILIES, PROPOSE_ENV, Verified, family_of, proposer_prompt
-from gfcr.errors import ConfigError
+from gfcr.envs.proposals import FAMILIES, PROPOSE_ENV, Verified, family_of, proposer_prompt, restored_task
+from gfcr.errors import ConfigError, DataError
 from gfcr.generate import round_seed
 from gfcr.proposals import (
     NoveltyFilter,
@@ -62,6 +65,7 @@ class ProposeStage:
         self.store = store or ProvenanceStore()
         self.novelty: NoveltyFilter | None = None  # the pool's prompts, known from the first step
         self.added: dict[str, int] = {}  # generated task in the pool -> the step it was added
+        self.restored: list[Task] = []  # generated tasks of a checkpoint, until `rejoin` pools them
         self.steps = 0  # steps run
 
     @classmethod
@@ -83,11 +87,13 @@ class ProposeStage:
         the solver groups join `batch` (trained this step); returns the `propose/` metrics."""
         step, self.steps = self.steps, self.steps + 1
         retired = self._retire(pipeline, step)
+        generated = {*self.added, *retired}  # chosen this step, some may have just retired
         pool = [t for t in pipeline.task_ids if pipeline.templates[t].env.key == self.family_env.key]
         parents = self._parents([t for t in pool if t not in self.added], step)
         if self.novelty is None:
             self.novelty = NoveltyFilter(
-                (self.env.tasks.get(t).prompt for t in pool),
+                # a resumed run's pool holds generated tasks, which only their templates carry
+                ((pipeline.templates[t].task or self.env.tasks.get(t)).prompt for t in pool),
                 max_similarity=self.config.max_similarity,
                 n=self.config.ngram,
             )
@@ -117,19 +123,20 @@ class ProposeStage:
             reward = learnability(success, self.config.band) if success is not None else 0.0
             proposal.reward_terms = {"learnability": reward}
             if isinstance(outcome, Verified) and verdict == "valid":
-                task = outcome.task
-                pipeline.templates[task.id] = EpisodeSpec(self.family_env, task.id, task=task)
-                pipeline.task_ids.append(task.id)
-                self.added[task.id] = step
+                self._join(pipeline, outcome.task, step)
             self.store.record(self._record(proposal, outcome, verdict, success, parents, step))
         batch.groups[prompt.id] = proposals
         in_pool = [t for t in pipeline.task_ids if pipeline.templates[t].env.key == self.family_env.key]
+        generated |= {task.id for task in tasks.values()}
         return {
+            "propose/step": float(step),  # the step of the provenance store's records (`gfcr diagnose`)
             "propose/proposed": float(len(proposals)),
             **{f"propose/{verdict}": float(n) for verdict, n in counts.items()},
             "propose/added": float(counts["valid"]),
-            "propose/retired": float(retired),
+            "propose/retired": float(len(retired)),
             "propose/pool_share": len(self.added) / len(in_pool) if in_pool else 0.0,
+            # groups trained this step on generated tasks (solver groups, chosen ones) over all of them
+            "propose/trained_share": sum(t in generated for t in batch.groups) / len(batch.groups),
             "propose/solver_success": float(np.mean(successes)) if successes else 0.0,
             "propose/reward_mean": float(np.mean([p.reward for p in proposals])) if proposals else 0.0,
         }
@@ -165,6 +172,9 @@ class ProposeStage:
             step_proposed=step,
             solver_success=success,
             claimed_agrees=verified.claimed_agrees if verified else None,
+            rerun_agrees=verified.rerun_agrees if verified else None,
+            task_source=verified.task.source if verified else None,
+            task_metadata=dict(verified.task.metadata) if verified else None,
             step_added=step if verdict == "valid" else None,
         )
 
@@ -215,8 +225,14 @@ class ProposeStage:
         assert success is not None  # a verified proposal has solver episodes
         return "too_hard" if success <= low else "trivial" if success >= high else "valid"
 
-    def _retire(self, pipeline: RolloutPipeline, step: int) -> int:
-        """Retire generated tasks past `max_age` steps, or decided by Control's posterior; how many."""
+    def _join(self, pipeline: RolloutPipeline, task: Task, step: int) -> None:
+        """Put a generated task in the choose pool, as added at `step`."""
+        pipeline.templates[task.id] = EpisodeSpec(self.family_env, task.id, task=task)
+        pipeline.task_ids.append(task.id)
+        self.added[task.id] = step
+
+    def _retire(self, pipeline: RolloutPipeline, step: int) -> list[str]:
+        """Retire generated tasks past `max_age` steps, or decided by Control's posterior; their ids."""
         leaving = [
             task_id
             for task_id, added in self.added.items()
@@ -226,19 +242,41 @@ class ProposeStage:
             del self.added[task_id], pipeline.templates[task_id]
             pipeline.task_ids.remove(task_id)
             self.store.retire(task_id, step=step)
-        return len(leaving)
+        return leaving
 
     def state_dict(self) -> dict[str, Any]:
-        """The step count (a resumed run's generated tasks are retired: `load_state_dict`)."""
+        """The step count and the generated tasks in the pool, by id (their tasks are in the store)."""
         return {"steps": self.steps, "added": dict(self.added)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume the step count; the tasks in the pool when the checkpoint was written are marked
-        retired at this step (their gold lives in the provenance store, not in the checkpoint)."""
+        """Resume the step count, rewind the provenance store to it (what a killed run recorded
+        after its checkpoint is made again), and rebuild the generated tasks that were in the pool
+        from their provenance; `rejoin` puts them back in the pipeline's pool. A task whose record
+        cannot be rebuilt (a store written before tasks were kept whole) is retired at this step."""
         self.steps = int(state["steps"])
-        for task_id in state["added"]:
-            self.store.retire(task_id, step=self.steps)
-        self.added = {}
+        self.store.rewind(self.steps)
+        records = {record.id: record for record in self.store.records()}
+        self.added, self.restored = {}, []
+        for task_id, added in state["added"].items():
+            if task_id not in records:
+                raise DataError(
+                    f"the checkpoint's generated task {task_id!r} is not in {self.store.engine.url}: resume "
+                    "with the run's own proposals.db beside its checkpoints, or start afresh (resume=False)"
+                )
+            try:
+                self.restored.append(restored_task(records[task_id]))
+            except DataError as e:
+                logger.warning("generated task %s leaves the pool on resume: %s", task_id, e)
+                self.store.retire(task_id, step=self.steps)
+                continue
+            self.added[task_id] = int(added)
+
+    def rejoin(self, pipeline: RolloutPipeline) -> None:
+        """Put the generated tasks `load_state_dict` rebuilt back in `pipeline`'s choose pool."""
+        for task in self.restored:
+            if task.id not in pipeline.templates:
+                self._join(pipeline, task, self.added[task.id])
+        self.restored = []
 
 
 def proposal_text(proposal: Trajectory) -> str:

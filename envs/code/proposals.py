@@ -2,19 +2,23 @@
 
 The reference solution must pass its own tests, and a stub that returns None must fail them
 (tests that pass on it check nothing: the proposal is trivial). The task is graded like a
-HumanEval one: the stub is the starter the solver sees, the tests stay hidden.
+HumanEval one: the stub is the starter the solver sees, the tests stay hidden. The reference
+solution is graded twice: `Verified.rerun_agrees` says whether it passed the same tests both times
+(tests that time out near the limit, or depend on randomness or the clock, may not).
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Sequence
 
 from gfcr.core import Task
-from gfcr.envs.code.data import CodeTests
+from gfcr.envs.code.data import CodeTests, IOCase
 from gfcr.envs.code.env import CodeEnv
 from gfcr.envs.code.grading import grade
 from gfcr.envs.proposals.base import Verified
+from gfcr.errors import DataError
 from gfcr.proposals import Rejected, parse_sections
 
 FORMAT = """Write it in three tagged sections:
@@ -58,7 +62,27 @@ class CodeProposals:
             raise Rejected(
                 "trivial", f"the tests pass on a {entry_point} that returns None: they check nothing"
             )
-        return Verified(Task(task_id, sections["prompt"], tests, "generated", {"entry_point": entry_point}))
+        again = grade(env.sandbox, tests, sections["solution"])
+        task = Task(task_id, sections["prompt"], tests, "generated", {"entry_point": entry_point})
+        return Verified(task, rerun_agrees=(again.passed, again.total) == (report.passed, report.total))
+
+    def gold_from(self, data: object) -> CodeTests:
+        """A code task's gold, `CodeTests`, from its fields (cases as {"input", "output"} objects).
+
+        >>> CODE.gold_from({"kind": "function", "entry_point": "f", "test": "assert f() == 1"}).entry_point
+        'f'
+        """
+        if not isinstance(data, dict):
+            raise DataError(f"a code task's gold is an object of CodeTests fields, got {data!r}")
+        try:
+            cases = {
+                name: tuple(IOCase(**case) for case in data.get(name, ()))
+                for name in ("cases", "visible_cases")
+            }
+            return CodeTests(**(data | cases))
+        except TypeError as e:
+            fields = [f.name for f in dataclasses.fields(CodeTests)]
+            raise DataError(f"a code task's gold has the fields {fields}, got {sorted(data)}: {e}") from e
 
 
 def stub_name(prompt: str) -> str:

@@ -2,7 +2,9 @@
 
 The answer is what the program prints (its last line), never what the proposer claims: a claimed
 answer is only checked against it (`Verified.claimed_agrees`), and the env's answer checker grades
-the solver against the printed one.
+the solver against the printed one. The program runs twice: `Verified.rerun_agrees` says whether
+it printed the same answer both times (a program that reads the clock or draws unseeded random
+numbers does not).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from gfcr.core import Task
 from gfcr.envs.math.env import MathEnv
 from gfcr.envs.math.verifier import check_answer
 from gfcr.envs.proposals.base import Verified
+from gfcr.errors import DataError
 from gfcr.proposals import Rejected, parse_sections
 from gfcr.sandboxes import Limits, shared_sandbox
 
@@ -37,21 +40,38 @@ class MathProposals:
 
     def verify(self, text: str, env: MathEnv | None, task_id: str, parents: Sequence[Task]) -> Verified:
         sections = parse_sections(text, ["problem", "program"], ["answer"])
-        result = shared_sandbox(self.backend).run(sections["program"], limits=LIMITS)
-        if not result.ok:
-            raise Rejected(
-                "invalid", f"the answer program failed ({result.status}): {result.stderr.strip()[-300:]}"
-            )
-        lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
-        if not lines:
+        answer = self.answer(sections["program"])
+        if answer is None:
             raise Rejected("invalid", "the answer program printed nothing; print the answer on the last line")
-        if len(answer := lines[-1]) > MAX_ANSWER_CHARS:
+        if len(answer) > MAX_ANSWER_CHARS:
             raise Rejected(
                 "invalid", f"the printed answer is {len(answer)} characters; print only the final answer"
             )
         task = Task(task_id, sections["problem"], answer, "generated")
         claimed = sections.get("answer")
-        return Verified(task, check_answer(task, claimed) if claimed is not None else None)
+        rerun = self.answer(sections["program"]) == answer
+        return Verified(task, check_answer(task, claimed) if claimed is not None else None, rerun)
+
+    def answer(self, program: str) -> str | None:
+        """The last non-empty line `program` prints in the sandbox (None: it prints nothing);
+        `Rejected` when it fails."""
+        result = shared_sandbox(self.backend).run(program, limits=LIMITS)
+        if not result.ok:
+            raise Rejected(
+                "invalid", f"the answer program failed ({result.status}): {result.stderr.strip()[-300:]}"
+            )
+        lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
+        return lines[-1] if lines else None
+
+    def gold_from(self, data: object) -> str:
+        """A math task's gold is its answer, a string.
+
+        >>> MATH.gold_from("42")
+        '42'
+        """
+        if not isinstance(data, str):
+            raise DataError(f"a math task's gold is its answer as a string, got {data!r}")
+        return data
 
 
 MATH = MathProposals()

@@ -11,11 +11,15 @@ from gfcr.core import Task
 
 @dataclass(frozen=True)
 class Verified:
-    """A proposal that verified: its task, and whether the answer the proposer claimed agrees with
-    the executed one (None where the family's format claims none)."""
+    """A proposal that verified: its task; whether the answer the proposer claimed agrees with the
+    executed one (None where the family's format claims none); and whether executing its check a
+    second time gave the same result (the verifier's agreement with itself: the answer program
+    prints the same answer, the reference solution passes the same tests, the gold query returns
+    the same rows)."""
 
     task: Task
     claimed_agrees: bool | None = None
+    rerun_agrees: bool | None = None
 
 
 class ProposalFamily(Protocol):
@@ -23,10 +27,14 @@ class ProposalFamily(Protocol):
     to write; `describe` shows a pool task as an example (a parent); `verify` turns the proposer's
     text into a `Task` with id `task_id` by executing it (a reference solution against its tests,
     an answer program, a gold query), or raises `gfcr.proposals.Rejected` with the reason.
-    `env` is an env of the family (its sandbox, its databases); `parents` the tasks shown."""
+    `env` is an env of the family (its sandbox, its databases); `parents` the tasks shown.
+    `gold_from` rebuilds a task's gold from its JSON form (`gfcr.proposals.provenance.gold_text`),
+    raising `gfcr.errors.DataError` for data that is not such a gold."""
 
     format: str
 
     def describe(self, task: Task, env: Any) -> str: ...
 
     def verify(self, text: str, env: Any, task_id: str, parents: Sequence[Task]) -> Verified: ...
+
+    def gold_from(self, data: Any) -> Any: ...

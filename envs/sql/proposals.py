@@ -1,7 +1,9 @@
 """SQL proposals: a question and its gold query, executed read-only on the named database.
 
 The gold query must run (through the env's read-only engine and its static check) and return at
-least one row; the solver is then graded against its result, like any question's.
+least one row; the solver is then graded against its result, like any question's. It runs twice:
+`Verified.rerun_agrees` says whether it returned the same rows both times (a query over
+`random()` or the current time does not).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Sequence
 from gfcr.core import Task
 from gfcr.envs.proposals.base import Verified
 from gfcr.envs.sql.env import SQLEnv
-from gfcr.errors import GfcrError
+from gfcr.errors import DataError, GfcrError
 from gfcr.proposals import Rejected, parse_sections
 
 FORMAT = """Write it in tagged sections:
@@ -42,7 +44,17 @@ class SQLProposals:
             raise Rejected("invalid", f"the gold query does not run: {e}") from e
         if not gold.rows:
             raise Rejected("invalid", "the gold query returns no rows; ask something with an answer")
-        return Verified(task)
+        return Verified(task, rerun_agrees=env.database(task).gold(sections["sql"]).rows == gold.rows)
+
+    def gold_from(self, data: object) -> str:
+        """A SQL task's gold is its query, a string (the database is in the task's metadata).
+
+        >>> SQL.gold_from("SELECT 1")
+        'SELECT 1'
+        """
+        if not isinstance(data, str):
+            raise DataError(f"a SQL task's gold is its query as a string, got {data!r}")
+        return data
 
 
 SQL = SQLProposals()
