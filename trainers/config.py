@@ -434,6 +434,11 @@ class LogConfig:
         0, "Evaluate the policy every N steps (and before the first) on fixed episodes (0: never)."
     )
     eval_episodes: int = setting(64, "Episodes per evaluation.")
+    eval_env_kwargs: dict[str, Any] = setting(
+        default_factory=dict,
+        help="gymnasium.make keywords of the evaluation's env, over [env] kwargs (e.g. task kinds never "
+        "trained on); the training pool's tasks are left out. Empty: held-out tasks of the training env.",
+    )
 
 
 @dataclass(frozen=True)

@@ -393,8 +393,16 @@ class Trainer:
         }
 
     def held_out_episodes(self) -> list[EpisodeSpec]:
-        """The evaluation's episodes: tasks after the training pool in its seeded order."""
+        """The evaluation's episodes: tasks after the training pool in its seeded order; with
+        `[log] eval_env_kwargs`, tasks of the env made with those keywords (over `[env] kwargs`),
+        the training pool's tasks left out (e.g. task kinds never trained on)."""
         config = self.config
+        if config.log.eval_env_kwargs:
+            trained = {str(spec.task_id) for spec in self._pool_episodes(config.env.num_tasks)}
+            kwargs = config.env.kwargs | config.log.eval_env_kwargs
+            return episodes_for_env(
+                config.env.id, config.log.eval_episodes, kwargs=kwargs, seed=config.seed, exclude=trained
+            )
         return episodes_for_env(
             config.env.id, config.log.eval_episodes, kwargs=config.env.kwargs, seed=config.seed,
             skip=config.env.num_tasks,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -49,6 +49,7 @@ def episodes_for_env(
     seed: int = 0,
     skip: int = 0,
     pool: int | None = None,
+    exclude: Collection[str] = (),
 ) -> list[EpisodeSpec]:
     """`num_episodes` episodes over distinct tasks in a seeded order (repeated if fewer tasks);
     episode i has seed `seed + i`.
@@ -59,6 +60,8 @@ def episodes_for_env(
     task's (procedural generators repeat questions) is left out of the held-out set too. A prompt
     that shows an image is the question and the image (`Task.metadata["image_key"]`): one question
     about other pictures is another prompt.
+    `exclude` leaves out the tasks with these ids (and their prompts) too: another env's
+    training pool, when one env's kwargs train and another's evaluate.
 
     >>> train = episodes_for_env("gfcr/Math-v0", 40, kwargs={"split": "AIME2024"}, pool=20)
     >>> held_out = episodes_for_env("gfcr/Math-v0", 10, kwargs={"split": "AIME2024"}, skip=20)
@@ -73,7 +76,8 @@ def episodes_for_env(
     order = list(range(len(tasks)))
     random.Random(seed).shuffle(order)
     env.close()
-    seen = {_shown(tasks[i]) for i in order[:skip]}
+    excluded = [i for i in map(tasks.index_of, exclude) if i is not None]
+    seen = {_shown(tasks[i]) for i in [*order[:skip], *excluded]}
     order = [i for i in order[skip:] if not seen or _shown(tasks[i]) not in seen][:pool]
     if not order:
         raise ConfigError(

@@ -200,6 +200,30 @@ def test_evaluation_and_sft_data_never_use_a_task_of_the_training_pool(tmp_path,
         episodes_for_env("gfcr/ToolUse-v0", 4, kwargs={"num_tasks": 60}, skip=60)
 
 
+def test_eval_env_kwargs_evaluate_on_kinds_never_trained_on(tmp_path, tiny_model):
+    from gfcr.trainers.trainer import Trainer
+
+    def trainer(eval_kinds: list[str]) -> Trainer:
+        config = {
+            "out_dir": str(tmp_path / "run"),
+            "model": {"path": str(tiny_model)},
+            "env": {"id": "gfcr/Shop-v0", "num_tasks": 40, "kwargs": {"kinds": ["convert", "coupon"], "max_turns": 5}},
+            "log": {"eval_episodes": 48, "eval_env_kwargs": {"kinds": eval_kinds}},
+        }
+        return Trainer(TrainConfig.from_dict(config))
+
+    unseen = trainer(["coupon_convert", "tax"])
+    pool = {spec.task_id for spec in unseen.pipeline.tasks}
+    assert {task_id.split("/")[1] for task_id in pool} == {"convert", "coupon"}
+    held_out = unseen.held_out_episodes()
+    assert {spec.task_id.split("/")[1] for spec in held_out} == {"coupon_convert", "tax"}
+    assert len({spec.task_id for spec in held_out}) == 48  # 128 tasks of those kinds: none repeated
+    assert {spec.env.kwargs["max_turns"] for spec in held_out} == {5}  # [env] kwargs kept where not overridden
+    # an eval env that also holds the training kinds: the training pool's tasks are left out
+    every = {spec.task_id for spec in trainer(["convert", "coupon", "tax"]).held_out_episodes()}
+    assert not every & pool and "convert" in {task_id.split("/")[1] for task_id in every}
+
+
 def test_held_out_questions_never_repeat_a_training_pool_question():
     # reasoning-gym draws questions with replacement: 300 draws of 200 possible one-digit sums repeat
     import gymnasium as gym
