@@ -50,6 +50,8 @@ VARIANTS: dict[str, list[str]] = {  # `gfcr train --set` overrides on top of the
         "control.oversample=1.0",
     ],
     "replay rescue": ["replay.enabled=true", "replay.rescue=true"],
+    # the run's skill library, retrieved into the prompts (benchmarks/configs/shop_skills_tiny.toml)
+    "skills": ["replay.skills.enabled=true", 'generate.guidance.kind="skills"'],
     # asynchronous training: the next steps' rollouts generated while this step's update runs
     "async staleness 1": ["async.max_staleness=1"],
     "async staleness 2": ["async.max_staleness=2"],
