@@ -4,10 +4,13 @@ A subclass supplies its tasks and tools and implements `respond(action) -> Outco
 hooks of the episode's lifecycle it needs (below); the base class does everything the contract
 requires of every env: task choice by seed or `options={"task_id": ...}` (or a `Task` object the
 env's tasks do not hold, `options={"task": task}`: a generated task, graded from its own gold),
-tool-call parsing, tool dispatch, turn and length limits, each step's budget for tool calls (`max_tool_calls`,
-`step_time_s`: see `gfcr.envs.budget`), clear error observations for malformed actions (never an
-exception), and the `info` keys (`task`, `messages`, `tools` on reset; `messages`, `signals` on
-step, and `state` where the env records its final state for an offline verifier).
+skills the episode may call as tools (`options={"skills": [record, ...]}`: skill records, built
+into tools here by `gfcr.skills.skill_tools`; a procedure runs the env's own tools, a function in
+the sandbox), tool-call parsing, tool dispatch, turn and length limits, each step's budget for
+tool calls (`max_tool_calls`, `step_time_s`: see `gfcr.envs.budget`), clear error observations
+for malformed actions (never an exception), and the `info` keys (`task`, `messages`, `tools` on
+reset; `messages`, `signals` on step, and `state` where the env records its final state for an
+offline verifier).
 
 Rewards: whatever `respond` returns; 0.0 for any action the env cannot use (wrong type, too long,
 malformed tool call, a step after the end) — such steps set `format_ok` to False. A step whose
@@ -111,6 +114,7 @@ class TextEnv(gym.Env[str, str]):
             )
         self.tasks = tasks
         self.tools = {tool.name: tool for tool in tools}
+        self.skill_tools: dict[str, ToolSpec] = {}  # this episode's skills, as tools (reset's "skills")
         self.system_prompt = system_prompt
         self.max_turns = max_turns
         self.max_action_chars = max_action_chars
@@ -173,11 +177,11 @@ class TextEnv(gym.Env[str, str]):
     @reports_waits  # queues for shared resources (sandbox, LLM user) waited in the call: info["wait_s"]
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         super().reset(seed=seed)
-        if options and (len(options) != 1 or not {"task_id", "task"} & set(options)):  # only when it may fail
-            if unknown := set(options) - {"task_id", "task"}:
-                raise ConfigError(
-                    f"unknown reset options {sorted(unknown)}; the options are 'task_id' and 'task'"
-                )
+        if options and (unknown := set(options) - {"task_id", "task", "skills"}):
+            raise ConfigError(
+                f"unknown reset options {sorted(unknown)}; the options are 'task_id' (or 'task') and 'skills'"
+            )
+        if options and {"task_id", "task"} <= set(options):
             raise ConfigError("reset options 'task_id' and 'task' exclude each other; pass one")
         if options and "task" in options:
             if not isinstance(task := options["task"], Task):
@@ -188,9 +192,12 @@ class TextEnv(gym.Env[str, str]):
             task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
         self._end_episode()
         self.task, self.turn, self.done = task, 0, False
+        self.skill_tools = {}
         try:
             self._episode_open = True
             self.begin_episode(task)
+            if options and options.get("skills"):  # built on the episode's tools, once it has begun
+                self.skill_tools = episode_skill_tools(options["skills"], self.tools)
             prompt = self._clip(self.render_prompt(task))
             images = tuple(self.prompt_images(task))
             self.messages = self._prompt_messages(self.system_prompt_for(task), prompt, images)
@@ -202,7 +209,7 @@ class TextEnv(gym.Env[str, str]):
             **self.extra_info(),
             "task": task,
             "messages": list(self.messages),
-            "tools": [tool.to_openai() for tool in self.tools.values()] if self.tools else [],
+            "tools": [tool.to_openai() for tool in self.episode_tools.values()],
         }
         return observation_for(self.observation_space, prompt, images), info
 
@@ -254,6 +261,11 @@ class TextEnv(gym.Env[str, str]):
 
     # -- shared machinery ------------------------------------------------------------------------
 
+    @property
+    def episode_tools(self) -> dict[str, ToolSpec]:
+        """The tools this episode may call: the env's own, then its skills (which never replace one)."""
+        return {**self.tools, **self.skill_tools} if self.skill_tools else self.tools
+
     def run_tools(self, action: Action) -> Outcome:
         """Run every tool call of `action` within the step's budget; results (or errors, or why a
         call was not run) become tool messages. Each call runs by the step's deadline, which tools
@@ -281,9 +293,10 @@ class TextEnv(gym.Env[str, str]):
     def _tool_result(self, call: ToolCall) -> str | tuple[str | Image, ...]:
         """One tool call's result, or the error the agent should read."""
         try:
-            tool = self.tools.get(call.name)
+            tools = self.episode_tools
+            tool = tools.get(call.name)
             if tool is None:
-                raise ToolError(f"unknown tool {call.name!r}; available: {sorted(self.tools) or 'none'}")
+                raise ToolError(f"unknown tool {call.name!r}; available: {sorted(tools) or 'none'}")
             return tool_content(tool(**call.arguments))
         except ToolError as e:
             return f"Error: {e}"
@@ -345,6 +358,14 @@ class TextEnv(gym.Env[str, str]):
             return text
         marker = f"\n…[truncated {len(text) - limit} characters]"
         return text[: limit - len(marker)] + marker
+
+
+def episode_skill_tools(records: Sequence[dict[str, Any]], tools: dict[str, ToolSpec]) -> dict[str, ToolSpec]:
+    """`gfcr.skills.skill_tools`, imported on first use: the skill library's modules (BM25,
+    SQLAlchemy) cost half a second to import, which an env without skills should not pay."""
+    from gfcr.skills.tools import skill_tools
+
+    return skill_tools(records, tools)
 
 
 def action_chars(action: str | Action) -> int:

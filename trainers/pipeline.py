@@ -21,7 +21,8 @@ The survey's lifecycle is the shape of a step (DESIGN.md, "The rollout pipeline"
   `gfcr.control.OffPolicyMix`); old samples keep their behaviour logprobs and version, for the
   trainer's correction; with `[replay.skills]`, the step's successful episodes add their verified
   fragments to the run's skill library, which counts each skill's uses and evicts
-  (`gfcr.skills.SkillKeeper`);
+  (`gfcr.skills.SkillKeeper`); with `as_tools`, the generate stage offers each prompt's skills as
+  tools;
 - credit is Filter: advantages per token (`samples_from_groups`, group or tree estimators), each
   group's damped by its semantic entropy with SEED-GRPO (`[credit.seed_grpo]`).
 
@@ -62,6 +63,7 @@ from gfcr.filter.semantic import semantic_entropy
 from gfcr.generate import BranchTokens, GuidanceConfig, GuidedPolicy, group_by_task, round_seed
 from gfcr.replay import ReplayBuffer
 from gfcr.skills import SkillKeeper, SkillLibrary
+from gfcr.skills.training import with_skills
 from gfcr.trainers.batching import Sample, samples_from_groups
 from gfcr.trainers.config import PipelineConfig
 from gfcr.trainers.propose import ProposeStage
@@ -251,8 +253,8 @@ class RolloutPipeline:
         if self.skills is None:
             raise ConfigError("the pipeline keeps no skills: set [replay.skills] enabled = true")
         self.skills.library = library
-        if isinstance(self.policy, GuidedPolicy) and isinstance(self.policy.guide, SkillLibrary):
-            self.policy.guide = library
+        if self.skill_guided:
+            self.policy.guide = library  # type: ignore[attr-defined]  # a GuidedPolicy
 
     @staticmethod
     def reward(trajectory: Trajectory) -> float:
@@ -316,6 +318,8 @@ class RolloutPipeline:
         specs = self.controller.episodes(
             self.tasks_for(roots), roots, seed=round_seed(self.seed, self.rounds_total)
         )
+        if self.skills is not None and self.skills.config.as_tools:  # each prompt's skills, as tools
+            specs = self.skills.offer(specs, self.prompt)
         return self.run_specs(specs)
 
     def run_specs(self, specs: Sequence[EpisodeSpec]) -> list[Trajectory]:
@@ -384,12 +388,41 @@ class RolloutPipeline:
         per env; the trajectory's id and prompt alone when no term reads more."""
         if not stage.needs_task:
             return Task(task_id, trajectory.prompt)
-        spec = self.templates[task_id]
+        return self.task_of(self.templates[task_id])
+
+    def task_of(self, spec: EpisodeSpec) -> Task:
+        """The env's `Task` of an episode: a generated task's own, else read from its env's tasks
+        (the env made once per configuration)."""
         if spec.task is not None:  # a generated task: its own gold
             return spec.task
         if spec.env.key not in self._task_sources:
             self._task_sources[spec.env.key] = task_source(spec.env)
-        return self._task_sources[spec.env.key].get(task_id)
+        return self._task_sources[spec.env.key].get(spec.task_id)
+
+    def prompt(self, spec: EpisodeSpec) -> str:
+        """The prompt of an episode's task (what its skills are retrieved by; "" without a task)."""
+        return self.task_of(spec).prompt if spec.task_id is not None else ""
+
+    @property
+    def skill_guided(self) -> bool:
+        """Whether prompts are guided by a skill library (`[generate.guidance] kind = "skills"`)."""
+        return isinstance(self.policy, GuidedPolicy) and isinstance(self.policy.guide, SkillLibrary)
+
+    def with_skills(
+        self, policy: Policy, specs: Sequence[EpisodeSpec]
+    ) -> tuple[Policy, list[EpisodeSpec]] | None:
+        """`policy` on `specs` as training gives it the run's skill library: its prompts guided by the
+        library (skill guidance; every prompt, whatever `adaptive_below`) and each prompt's skills
+        offered as tools (`[replay.skills] as_tools`), none of it recorded: an evaluation neither
+        counts uses nor teaches skills. None where the run's episodes see no skills."""
+        keeper = self.skills
+        if keeper is None or not (self.skill_guided or keeper.config.as_tools):
+            return None
+        if self.skill_guided:
+            policy = GuidedPolicy(policy, keeper.library)
+        if keeper.config.as_tools:
+            specs = [with_skills(spec, keeper.tools_for(self.prompt(spec))) for spec in specs]
+        return policy, list(specs)
 
     def _keep(self, groups: dict[str, list[Trajectory]]) -> tuple[dict[str, list[Trajectory]], int]:
         """The keep stage, on a replay buffer (`sample` stored every judged episode in it):

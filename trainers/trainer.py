@@ -56,7 +56,7 @@ import numpy as np
 import torch
 
 from gfcr.agents import Runner, RunnerConfig, episodes_for_env, make_policy
-from gfcr.core import EpisodeSpec, Trajectory, read_jsonl, write_jsonl
+from gfcr.core import EpisodeSpec, Policy, Trajectory, read_jsonl, write_jsonl
 from gfcr.core.config import to_dict
 from gfcr.errors import ConfigError
 from gfcr.filter.indicators import replay_indicators, replayed
@@ -384,13 +384,23 @@ class Trainer:
     def evaluate(self) -> dict[str, float]:
         """Mean reward of the current policy on `eval_episodes` fixed episodes of held-out tasks.
 
-        The tasks come after the training pool in the same seeded order: never trained on.
+        The tasks come after the training pool in the same seeded order: never trained on. A run
+        that trains with its skill library is evaluated as the agent it trains, with the library
+        (`eval/reward_mean`, `eval/solved`; `RolloutPipeline.with_skills`: nothing recorded, nothing
+        extracted), and also without it (`eval/reward_mean_no_skills`, `eval/solved_no_skills`):
+        what the weights alone do, comparable with a run without skills.
         """
-        result = Runner(self.models.policy, self.runner_config()).run(self.held_out_episodes())
-        return {
-            "eval/reward_mean": result.mean_reward,
-            "eval/solved": result.solved / max(result.episodes, 1),
-        }
+        episodes = self.held_out_episodes()
+        metrics = self._eval_run(self.models.policy, episodes)
+        skilled = self.pipeline.with_skills(self.models.policy, episodes)
+        if skilled is None:  # the run's episodes see no skills
+            return metrics
+        return {f"{key}_no_skills": value for key, value in metrics.items()} | self._eval_run(*skilled)
+
+    def _eval_run(self, policy: Policy, episodes: Sequence[EpisodeSpec]) -> dict[str, float]:
+        result = Runner(policy, self.runner_config()).run(episodes)
+        solved = result.solved / max(result.episodes, 1)
+        return {"eval/reward_mean": result.mean_reward, "eval/solved": solved}
 
     def held_out_episodes(self) -> list[EpisodeSpec]:
         """The evaluation's episodes: tasks after the training pool in its seeded order; with

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -44,17 +45,22 @@ class EnvHost:
         self._lock = threading.Lock()
 
     def reset(
-        self, episode: str, config: EnvConfig, task: str | Task | None, seed: int | None
+        self,
+        episode: str,
+        config: EnvConfig,
+        task: str | Task | None,
+        seed: int | None,
+        skills: Sequence[dict[str, Any]] = (),
     ) -> tuple[str, dict]:
         """Take an env for `episode` and reset it to `task` (an id, or a `Task` the env does not
-        hold), or to the task `seed` picks."""
+        hold), or to the task `seed` picks; `skills` (records) join the episode's tools."""
         url = self.servers.url_for(config) if self.servers is not None else None
         with self._lock:
             self._urls[episode] = url
         env = self._take(config, url)
         with self._lock:
             self._live[episode] = ((config.key, url), env)
-        return env.reset(seed=seed, options=task_options(task))
+        return env.reset(seed=seed, options=task_options(task, skills))
 
     def step(self, episode: str, action: str | Action) -> StepResult:
         """Step the env of `episode`."""
@@ -129,12 +135,15 @@ def _close_quietly(env: gym.Env) -> None:
         pass
 
 
-def task_options(task: str | Task | None) -> dict[str, Any] | None:
-    """The reset options that pick `task`: its id, or the `Task` itself.
+def task_options(task: str | Task | None, skills: Sequence[dict[str, Any]] = ()) -> dict[str, Any] | None:
+    """The reset options that pick `task` (its id, or the `Task` itself) and add `skills` as tools.
 
     >>> task_options("t0"), task_options(None), task_options(Task("gen/1", "1+1?", "2"))["task"].id
     ({'task_id': 't0'}, None, 'gen/1')
+    >>> task_options(None, [{"name": "f"}])
+    {'skills': [{'name': 'f'}]}
     """
-    if task is None:
-        return None
-    return {"task": task} if isinstance(task, Task) else {"task_id": task}
+    options: dict[str, Any] = {"skills": list(skills)} if skills else {}
+    if task is not None:
+        options |= {"task": task} if isinstance(task, Task) else {"task_id": task}
+    return options or None

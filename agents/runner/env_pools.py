@@ -20,7 +20,7 @@ import logging
 import multiprocessing
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
@@ -45,7 +45,12 @@ class EnvPool(Protocol):
     """Async access to envs by episode id."""
 
     async def reset(
-        self, episode: str, config: EnvConfig, task: str | Task | None, seed: int | None
+        self,
+        episode: str,
+        config: EnvConfig,
+        task: str | Task | None,
+        seed: int | None,
+        skills: Sequence[dict[str, Any]] = (),
     ) -> tuple[str, dict]: ...
 
     async def step(self, episode: str, action: str | Action) -> StepResult: ...
@@ -90,9 +95,14 @@ class ThreadEnvPool:
         self.lost: dict[str, str] = {}
 
     async def reset(
-        self, episode: str, config: EnvConfig, task: str | Task | None, seed: int | None
+        self,
+        episode: str,
+        config: EnvConfig,
+        task: str | Task | None,
+        seed: int | None,
+        skills: Sequence[dict[str, Any]] = (),
     ) -> tuple[str, dict]:
-        return await self._call(episode, self._host.reset, episode, config, task, seed)
+        return await self._call(episode, self._host.reset, episode, config, task, seed, skills)
 
     async def step(self, episode: str, action: str | Action) -> StepResult:
         return await self._call(episode, self._host.step, episode, action)
@@ -173,7 +183,12 @@ class RemoteEnvPool:
     # -- the pool ----------------------------------------------------------------------------------
 
     async def reset(
-        self, episode: str, config: EnvConfig, task: str | Task | None, seed: int | None
+        self,
+        episode: str,
+        config: EnvConfig,
+        task: str | Task | None,
+        seed: int | None,
+        skills: Sequence[dict[str, Any]] = (),
     ) -> tuple[str, dict]:
         slot = min(range(len(self._workers)), key=self._load.__getitem__)
         self._load[slot] += 1
@@ -182,7 +197,7 @@ class RemoteEnvPool:
             if self._workers[slot] is None:
                 self._workers[slot] = await asyncio.to_thread(self._start)
         self._placed[episode] = (slot, self._workers[slot])
-        return await self._call(episode, "reset", (episode, config, task, seed))
+        return await self._call(episode, "reset", (episode, config, task, seed, tuple(skills)))
 
     async def step(self, episode: str, action: str | Action) -> StepResult:
         return await self._call(episode, "step", (episode, action))

@@ -43,7 +43,8 @@ class EpisodeSpec:
     """One episode to run: env configuration, task (None: the seed picks), seed, sample number,
     and `SamplingParams` fields that override the runner's for it. `task`: a `Task` object the env
     does not hold (a generated one, `task_id` its id), which the runner resets the env to with
-    `options={"task": task}`; the env grades it from its own gold.
+    `options={"task": task}`; the env grades it from its own gold. `skills`: skill records the env
+    adds to the episode's tools (`options={"skills": ...}`).
 
     >>> spec = EpisodeSpec(EnvConfig("gfcr/Math-v0"), "q", sampling={"temperature": 1.2})
     >>> spec.sampling_params(SamplingParams(temperature=1.0, max_tokens=64))
@@ -60,6 +61,9 @@ class EpisodeSpec:
     sample: int = 0
     sampling: dict[str, Any] = field(default_factory=dict)  # SamplingParams field -> value
     task: Task | None = field(default=None, compare=False)  # not in `id`: `task_id` names it
+    # skill records (`dataclasses.asdict(Skill)`) the episode may call as tools, built inside the
+    # env (`options={"skills": ...}`, `gfcr.skills.skill_tools`); like guidance, not in `id`
+    skills: tuple[dict[str, Any], ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if self.task is not None and self.task.id != self.task_id:

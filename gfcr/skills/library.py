@@ -26,6 +26,7 @@ from gfcr.core import Trajectory, solved
 from gfcr.errors import ConfigError, StorageError
 from gfcr.skills.fragments import extract_patch, extract_sql_queries, verification
 from gfcr.skills.skill import Skill, extract_functions, extract_tool_sequence
+from gfcr.skills.tools import PREFIX
 from gfcr.storage import open_database
 
 Encoder = Callable[[Sequence[str]], np.ndarray]  # texts -> (N, D) embeddings
@@ -132,6 +133,8 @@ class SkillLibrary:
         fragments = [*extract_sql_queries(trajectory), *filter(None, [extract_patch(trajectory)])]
         # where the env verified fragments, they are the reusable part, not the calls that carried them
         procedure = None if fragments else extract_tool_sequence(trajectory)
+        if procedure is not None and any(step["name"].startswith(PREFIX) for step in procedure.steps):
+            procedure = None  # it called a skill's tool: a use of that skill (counted), not a new one
         found = [*extract_functions(trajectory), *fragments, *filter(None, [procedure])]
         return [
             self.add(
