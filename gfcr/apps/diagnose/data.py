@@ -2,8 +2,9 @@
 
 - `FILE.jsonl` (from `gfcr run`, `gfcr bench` or any writer of `gfcr.core.write_jsonl`): one run;
 - a bench report directory (`results.json` + `trajectories/AGENT.jsonl`): one run per agent;
-- a training out_dir (`metrics.jsonl`, with `config.json` and `replay.db` where the run has
-  them): the per-step metrics, the config, and the replay buffer's stored trajectories.
+- a training out_dir (`metrics.jsonl`, with `config.json`, `replay.db` and `proposals.db` where
+  the run has them): the per-step metrics, the config, the replay buffer's stored trajectories,
+  and the provenance of the tasks its policy proposed (`[propose]`).
 
 Groups are the trajectories of one run sharing an env and a task id (the samples of a prompt).
 
@@ -27,6 +28,7 @@ from typing import Any
 
 from gfcr.core import Trajectory, read_jsonl
 from gfcr.errors import DataError
+from gfcr.proposals import ProvenanceRecord, ProvenanceStore
 
 GroupKey = tuple[str, str, str]  # (run, env id, task id)
 
@@ -49,6 +51,7 @@ class RunData:
     train_config: dict[str, Any] | None = None
     bench_results: dict[str, Any] | None = None
     replay: list[StoredSample] | None = None  # None: the input has no replay buffer
+    proposals: list[ProvenanceRecord] | None = None  # None: the input has no proposals.db
     # env id -> the gym.make keyword sets it ran with (a suite may run one env with several)
     env_kwargs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # episode id -> the gym.make keywords it ran with, where the input records them (bench reports)
@@ -164,6 +167,12 @@ def _load_training(data: RunData, root: Path) -> None:
         data.env_kwargs.setdefault(env.get("id", ""), [env.get("kwargs", {})])
     if (root / "replay.db").is_file():
         data.replay = read_replay(root / "replay.db")
+    if (root / "proposals.db").is_file():
+        store = ProvenanceStore(root / "proposals.db")
+        try:
+            data.proposals = store.records()
+        finally:
+            store.close()
     for path in sorted(root.glob("*.jsonl")):
         if path.name not in ("metrics.jsonl", "sft_data.jsonl"):  # e.g. rollouts a user saved there
             _add_run(data, path.stem, path)

@@ -19,6 +19,7 @@ from gfcr.apps.diagnose.calibrate import Calibration, calibrate
 from gfcr.apps.diagnose.card import card
 from gfcr.apps.diagnose.criteria import criteria, criteria_by_run
 from gfcr.apps.diagnose.data import RunData, load_run
+from gfcr.apps.diagnose.drift import proposal_drift
 from gfcr.apps.diagnose.entropy import entropy_collapse
 from gfcr.apps.diagnose.groups import wasted_compute, zero_variance_groups
 from gfcr.apps.diagnose.length import length_inflation
@@ -109,6 +110,8 @@ def diagnose(
         report["by_run"] = criteria_by_run(data, rejudged, calibrated)
     if calibrated is not None and calibrated.judge is not None:
         report["judge_calibration"] = calibrated.judge.to_dict()
+    if data.proposals is not None:  # a run with [propose]: its generated tasks over training
+        report["proposals"] = proposal_drift(data.proposals, data.metrics)
     report["card"] = card(data, suite_fingerprint=suite_fingerprint)
     return Diagnosis(pathologies, report, data.sources, runs)
 

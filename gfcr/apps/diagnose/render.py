@@ -21,6 +21,7 @@ from gfcr.apps.bench.bench import _slug
 from gfcr.apps.bench.templates import STYLE
 from gfcr.apps.diagnose import templates
 from gfcr.apps.diagnose.diagnose import Diagnosis
+from gfcr.apps.diagnose.drift import drift_table
 from gfcr.apps.diagnose.judge_calibration import judge_table
 from gfcr.apps.diagnose.pathology import Pathology
 from gfcr.core import read_jsonl
@@ -190,6 +191,10 @@ def terminal(diagnosis: Diagnosis) -> Group:
         parts.append(_by_run_table(diagnosis.criteria["by_run"]))
     if "judge_calibration" in diagnosis.criteria:
         parts.append(judge_table(diagnosis.criteria["judge_calibration"]))
+    if "proposals" in diagnosis.criteria:  # [propose]: the generated tasks' drift over training
+        drift = diagnosis.criteria["proposals"]
+        parts += [drift_table(drift), Text(drift["summary"])]
+        parts += [Text(f"  ⚑ {flag}", style="dark_orange") for flag in drift["flags"]]
     card = diagnosis.criteria["card"]
     work = card["work"]
     seeds = show(card["seeds"])
@@ -249,9 +254,12 @@ def criteria_block(criteria: dict[str, Any], title: str | None = None) -> str:
 
 
 def criteria_html(criteria: dict[str, Any]) -> str:
-    """The criteria section (reliability, coverage, cost, card; then each run's alone) as HTML."""
+    """The criteria section (reliability, coverage, cost, card; then each run's alone; then the
+    generated tasks' drift of a run with [propose]) as HTML."""
     parts = [criteria_block(criteria)]
     parts += [criteria_block(found, f"Criteria · {run}") for run, found in criteria.get("by_run", {}).items()]
+    if "proposals" in criteria:
+        parts.append(_JINJA.from_string(templates.PROPOSALS).render(drift=criteria["proposals"], links={}))
     return "\n".join(parts)
 
 

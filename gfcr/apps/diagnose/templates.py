@@ -12,6 +12,15 @@ CRITERIA = """<section class="criteria">
 </section>
 """
 
+PROPOSALS = """<section class="proposals" id="proposals">
+<h2>Generated tasks · {{ drift.window }} round(s) a row</h2>
+<p>{{ drift.summary }}</p>
+{% if drift.flags %}<ul>{% for flag in drift.flags %}<li class="medium">{{ flag }}</li>{% endfor %}</ul>{% endif %}
+{{ drift.rows|cell(links) }}
+<p>claimed agreement: {{ drift.claimed_agreement_note }}</p>
+</section>
+"""
+
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>gfcr diagnose</title><style>{{ style }}
 .high { color: #aa3377; font-weight: 600; } .medium { color: #cc6611; } .low { color: #997700; } .none { color: #228833; }
