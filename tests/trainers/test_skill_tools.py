@@ -181,3 +181,20 @@ def test_evaluation_runs_with_the_library_and_without_it_recording_nothing(make_
         env={"id": "gfcr/ToolUse-v0", "num_tasks": 4}, out="plain", log={"eval_episodes": 2}
     )
     assert set(Trainer(without).evaluate()) == {"eval/reward_mean", "eval/solved"}
+
+
+def test_a_procedure_learnt_on_one_shop_task_solves_another_with_its_own_arguments():
+    shop = {"kinds": ["convert"]}
+    (solved,) = Runner(OraclePolicy()).run(episodes_for_env("gfcr/Shop-v0", 1, kwargs=shop)).trajectories
+    (skill,) = SkillLibrary("sqlite://").extract(solved)
+    assert skill.name == "price+convert" and skill.parameters == ["item", "currency"]
+    assert solved.task_id != "shop/convert/5"
+    env = gym.make("gfcr/Shop-v0", **shop)
+    _, info = env.reset(options={"task_id": "shop/convert/5", "skills": [record(skill)]})
+    assert "skill_price_convert" in [t["function"]["name"] for t in info["tools"]]
+    params = env.unwrapped.task.metadata["params"]
+    assert env.step(call("skill_price_convert", item=params["item"], currency="XYZ"))[0].startswith("Error:")
+    result, reward, *_ = env.step(call("skill_price_convert", **params))
+    assert reward == 0.0 and float(result) == pytest.approx(env.unwrapped.task.gold)
+    assert env.step(result)[1:3] == (1.0, True)  # its result is a tool's: the procedure ran here
+    env.close()
