@@ -4,7 +4,8 @@ Modules, one idea each: `data` (what is read: trajectory files, bench reports, t
 out_dirs), `base` (a finding and its severity), `groups` (zero-variance groups, wasted compute),
 `signals` (reward hacking, noisy signals), `length` (length inflation), `staleness` (stale
 replay), `reverify` (re-judging with the env's verifier), `calibrate` (that verifier on each
-task's gold and on junk), `criteria` (reliability, coverage, cost), `card` (the reproducibility
+task's gold and on junk), `criteria` (reliability, coverage, cost), `drift` (a run's generated
+tasks over training, `[propose]`), `card` (the reproducibility
 card, `comparable`), `diagnose` (all of it), `render` (terminal, JSON and HTML). See
 docs/diagnose.md.
 """
