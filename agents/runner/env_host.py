@@ -10,7 +10,7 @@ failure (`EpisodeError` "env server lost"), not the agent's truncation.
 
 >>> host = EnvHost()
 >>> config = EnvConfig("gfcr/Math-v0", {"split": "AIME2024"})
->>> obs, info = host.reset("episode-0", config, "mmath/AIME2024/0", 0)
+>>> obs, info = host.reset("episode-0", config, 0, {"task_id": "mmath/AIME2024/0"})
 >>> host.step("episode-0", "\\\\boxed{204}")[1]
 1.0
 >>> host.release("episode-0")
@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 
 from gfcr.agents.runner.env_servers import EnvServers
-from gfcr.core import Action, Task
+from gfcr.core import Action
 from gfcr.core.episode import EnvConfig
 from gfcr.errors import EpisodeError, GfcrError
 
@@ -45,22 +44,17 @@ class EnvHost:
         self._lock = threading.Lock()
 
     def reset(
-        self,
-        episode: str,
-        config: EnvConfig,
-        task: str | Task | None,
-        seed: int | None,
-        skills: Sequence[dict[str, Any]] = (),
+        self, episode: str, config: EnvConfig, seed: int | None, options: dict[str, Any] | None
     ) -> tuple[str, dict]:
-        """Take an env for `episode` and reset it to `task` (an id, or a `Task` the env does not
-        hold), or to the task `seed` picks; `skills` (records) join the episode's tools."""
+        """Take an env for `episode` and reset it with `options` (`EpisodeSpec.reset_options`: the
+        task, skills as tools; None: the task `seed` picks)."""
         url = self.servers.url_for(config) if self.servers is not None else None
         with self._lock:
             self._urls[episode] = url
         env = self._take(config, url)
         with self._lock:
             self._live[episode] = ((config.key, url), env)
-        return env.reset(seed=seed, options=task_options(task, skills))
+        return env.reset(seed=seed, options=options)
 
     def step(self, episode: str, action: str | Action) -> StepResult:
         """Step the env of `episode`."""
@@ -133,17 +127,3 @@ def _close_quietly(env: gym.Env) -> None:
         env.close()
     except Exception:  # closing a broken env must not hide why it broke
         pass
-
-
-def task_options(task: str | Task | None, skills: Sequence[dict[str, Any]] = ()) -> dict[str, Any] | None:
-    """The reset options that pick `task` (its id, or the `Task` itself) and add `skills` as tools.
-
-    >>> task_options("t0"), task_options(None), task_options(Task("gen/1", "1+1?", "2"))["task"].id
-    ({'task_id': 't0'}, None, 'gen/1')
-    >>> task_options(None, [{"name": "f"}])
-    {'skills': [{'name': 'f'}]}
-    """
-    options: dict[str, Any] = {"skills": list(skills)} if skills else {}
-    if task is not None:
-        options |= {"task": task} if isinstance(task, Task) else {"task_id": task}
-    return options or None

@@ -20,7 +20,7 @@ import logging
 import multiprocessing
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from gfcr.agents.runner.env_host import EnvConfig, EnvHost, StepResult
 from gfcr.agents.runner.env_servers import EnvServers
 from gfcr.agents.runner.threads import DaemonThreads
-from gfcr.core import Action, Task
+from gfcr.core import Action
 from gfcr.errors import ConfigError, EpisodeError
 
 logger = logging.getLogger(__name__)
@@ -45,12 +45,7 @@ class EnvPool(Protocol):
     """Async access to envs by episode id."""
 
     async def reset(
-        self,
-        episode: str,
-        config: EnvConfig,
-        task: str | Task | None,
-        seed: int | None,
-        skills: Sequence[dict[str, Any]] = (),
+        self, episode: str, config: EnvConfig, seed: int | None, options: dict[str, Any] | None
     ) -> tuple[str, dict]: ...
 
     async def step(self, episode: str, action: str | Action) -> StepResult: ...
@@ -95,14 +90,9 @@ class ThreadEnvPool:
         self.lost: dict[str, str] = {}
 
     async def reset(
-        self,
-        episode: str,
-        config: EnvConfig,
-        task: str | Task | None,
-        seed: int | None,
-        skills: Sequence[dict[str, Any]] = (),
+        self, episode: str, config: EnvConfig, seed: int | None, options: dict[str, Any] | None
     ) -> tuple[str, dict]:
-        return await self._call(episode, self._host.reset, episode, config, task, seed, skills)
+        return await self._call(episode, self._host.reset, episode, config, seed, options)
 
     async def step(self, episode: str, action: str | Action) -> StepResult:
         return await self._call(episode, self._host.step, episode, action)
@@ -183,12 +173,7 @@ class RemoteEnvPool:
     # -- the pool ----------------------------------------------------------------------------------
 
     async def reset(
-        self,
-        episode: str,
-        config: EnvConfig,
-        task: str | Task | None,
-        seed: int | None,
-        skills: Sequence[dict[str, Any]] = (),
+        self, episode: str, config: EnvConfig, seed: int | None, options: dict[str, Any] | None
     ) -> tuple[str, dict]:
         slot = min(range(len(self._workers)), key=self._load.__getitem__)
         self._load[slot] += 1
@@ -197,7 +182,7 @@ class RemoteEnvPool:
             if self._workers[slot] is None:
                 self._workers[slot] = await asyncio.to_thread(self._start)
         self._placed[episode] = (slot, self._workers[slot])
-        return await self._call(episode, "reset", (episode, config, task, seed, tuple(skills)))
+        return await self._call(episode, "reset", (episode, config, seed, options))
 
     async def step(self, episode: str, action: str | Action) -> StepResult:
         return await self._call(episode, "step", (episode, action))

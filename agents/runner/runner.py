@@ -473,9 +473,7 @@ class _Run:
         spec = work.spec
         try:
             with self.env_clock:
-                reset = await self.pool.reset(
-                    key, spec.env, spec.task or spec.task_id, spec.seed, spec.skills
-                )
+                reset = await self.pool.reset(key, spec.env, spec.seed, spec.reset_options())
             if work.prefix is not None:  # a branch plays a copy: a retried attempt starts it unplayed
                 episode = work.prefix.branch(work.id)
             else:

@@ -76,6 +76,23 @@ class EpisodeSpec:
                 )
         self.sampling_params(SamplingParams())  # a bad value fails here, not in the episode
 
+    def reset_options(self) -> dict[str, Any] | None:
+        """The `env.reset` options of this episode: its task (the id, or the `Task` itself) and its
+        skills as tools; None when the seed picks the task.
+
+        >>> math = EnvConfig("gfcr/Math-v0")
+        >>> EpisodeSpec(math, "t0").reset_options(), EpisodeSpec(math).reset_options()
+        ({'task_id': 't0'}, None)
+        >>> EpisodeSpec(math, skills=({"name": "f"},)).reset_options()
+        {'skills': [{'name': 'f'}]}
+        """
+        options: dict[str, Any] = {"skills": list(self.skills)} if self.skills else {}
+        if self.task is not None:
+            options["task"] = self.task
+        elif self.task_id is not None:
+            options["task_id"] = self.task_id
+        return options or None
+
     def sampling_params(self, base: SamplingParams) -> SamplingParams:
         """`base` (the runner's settings) with this episode's overrides."""
         return dataclasses.replace(base, **self.sampling) if self.sampling else base
