@@ -10,6 +10,7 @@ extract skills from every successful trajectory).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -28,6 +29,9 @@ from gfcr.skills.fragments import extract_patch, extract_sql_queries, verificati
 from gfcr.skills.skill import Skill, extract_functions, extract_tool_sequence
 from gfcr.skills.tools import PREFIX
 from gfcr.storage import open_database
+
+# bm25s sets its own logger to DEBUG on import, so every index it builds would reach the run's log
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 Encoder = Callable[[Sequence[str]], np.ndarray]  # texts -> (N, D) embeddings
 
