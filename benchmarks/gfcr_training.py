@@ -50,8 +50,12 @@ VARIANTS: dict[str, list[str]] = {  # `gfcr train --set` overrides on top of the
         "control.oversample=1.0",
     ],
     "replay rescue": ["replay.enabled=true", "replay.rescue=true"],
+    # a difficulty curriculum: each category's level moves with its success (a pool with levels)
+    "curriculum": ['control.curriculum="band"'],
     # the run's skill library, retrieved into the prompts (benchmarks/configs/shop_skills_tiny.toml)
     "skills": ["replay.skills.enabled=true", 'generate.guidance.kind="skills"'],
+    # the same library's top procedures offered as callable tools (skill_<name>) instead
+    "skill tools": ["replay.skills.enabled=true", "replay.skills.as_tools=true"],
     # asynchronous training: the next steps' rollouts generated while this step's update runs
     "async staleness 1": ["async.max_staleness=1"],
     "async staleness 2": ["async.max_staleness=2"],
