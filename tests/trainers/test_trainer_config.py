@@ -157,7 +157,7 @@ def test_every_trainer_setting_declares_its_help_text():
     from gfcr.core.config import settings
 
     sections = [s.type for s in settings(TrainConfig) if is_dataclass(s.type)]
-    assert len(sections) == 15  # [judge], [credit] and [async] among them
+    assert len(sections) == 16  # [judge], [credit], [async] and [propose] among them
     for cls in (TrainConfig, *sections):
         assert all(s.help.strip() for s in settings(cls)), cls.__name__
 
