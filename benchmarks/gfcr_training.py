@@ -9,7 +9,19 @@ throws away). Per variant, over seeds (mean ± 95% t-interval):
   (runs that never reach it count as not reached);
 - the share of zero-variance groups that reached the update (no gradient signal);
 - the paired difference of the final held-out reward against the baseline variant (`--baseline`,
-  default grpo) on the same seeds; an interval that contains zero is called "no difference shown".
+  default grpo) on the same seeds; an interval that contains zero is called "no difference shown";
+- at equal tokens: the held-out reward of each run's last evaluation within the policy tokens the
+  thriftiest run spent (a method that samples longer answers or wider trees spends more per sample);
+- what each method does to the rollouts, its mechanism, as means over steps: the zero-variance
+  share (DAPO, GRESO), episodes generated per trained group (dynamic sampling, VCRL, VADE), policy
+  tokens per trained sample (trees), response length (ShorterBetter), and the importance ratio of
+  replayed samples (RePO, AR3PO).
+
+`--recipes NAME ...` compares recipes instead: each `examples/methods/NAME.toml` is a variant of
+its own (the recipes share their model, task and sizes), e.g.
+
+    python benchmarks/gfcr_training.py --recipes grpo dapo greso --seeds 5 --budget 512 \
+        --threshold 0.2 --runs runs/methods --json docs/bench_methods.json
 
     python benchmarks/gfcr_training.py --config examples/math_smollm2_cpu.toml --seeds 3 \\
         --budget 512 --threshold 0.2 --set log.eval_every=2 --set env.num_tasks=32 \\
@@ -70,7 +82,7 @@ def finished(out: Path) -> bool:
 
 
 def run(
-    config: str, variant: str, seed: int, budget: int, out: Path, base: list[str]
+    config: str, variant: list[str], seed: int, budget: int, out: Path, base: list[str]
 ) -> list[dict[str, Any]]:
     """One training run (skipped when `out` already holds a finished one); its metrics."""
     if not finished(out):
@@ -82,9 +94,9 @@ def run(
             "log.progress=false",
         ]
         command = [sys.executable, "-m", "gfcr", "train", config, "--no-resume"]
-        for override in base + overrides + VARIANTS[variant]:
+        for override in base + overrides + variant:
             command += ["--set", override]
-        print(f"{variant}, seed {seed}: {' '.join(command[3:])}", flush=True)
+        print(f"{out}: {' '.join(command[3:])}", flush=True)
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return read_metrics(out)
 
@@ -121,6 +133,41 @@ def summarise(runs: list[list[dict[str, Any]]], threshold: float) -> dict[str, A
             for key in ("samples", "tokens", "seconds")
         },
     }
+
+
+MECHANISMS = {  # column -> (numerator, denominator or None): means over a run's RL steps
+    "zero-variance share": ("rollout/zero_variance_share", None),
+    "episodes per trained group": ("generate/episodes", "rollout/groups"),
+    "tokens per trained sample": ("generate/tokens", "credit/samples"),
+    "response tokens": ("rollout/completion_tokens_mean", None),
+    "replay ratio": ("replay/ratio_mean", None),
+}
+
+
+def mechanisms(runs: list[list[dict[str, Any]]]) -> dict[str, dict[str, float | int] | None]:
+    """Each mechanism's mean over a run's steps that log it, over the runs (None where none does)."""
+    figures = {}
+    for column, (key, per) in MECHANISMS.items():
+        means = []
+        for metrics in runs:
+            steps = [m for m in metrics if key in m and (per is None or m.get(per))]
+            values = [m[key] / m[per] if per else m[key] for m in steps]
+            if values:
+                means.append(statistics.mean(values))
+        figures[column] = interval(means)
+    return figures
+
+
+def eval_within(metrics: list[dict[str, Any]], tokens: float) -> float | None:
+    """The held-out reward of the run's last evaluation once it had spent at most `tokens` policy
+    tokens (None if it evaluated none by then)."""
+    spent = 0.0
+    within = None
+    for m in metrics:
+        spent = m.get("rollout/tokens_total", spent)
+        if "eval/reward_mean" in m and spent <= tokens:
+            within = m["eval/reward_mean"]
+    return within
 
 
 def final_eval(metrics: list[dict[str, Any]]) -> float:
@@ -173,6 +220,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="examples/tooluse_tiny_cpu.toml")
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--recipes", nargs="*", default=[], help="examples/methods/NAME.toml, each a variant")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--budget", type=int, default=4096, help="RL episodes per run")
     parser.add_argument("--threshold", type=float, default=0.5, help="held-out eval reward to reach")
@@ -186,23 +234,35 @@ def main() -> None:
         "--finished-only", action="store_true", help="run nothing: summarise the runs that are finished"
     )
     args = parser.parse_args()
-    summary, finals = {}, {}
-    for variant in args.variants:
+    variants = (  # name -> (config, overrides)
+        {name: (f"examples/methods/{name}.toml", []) for name in args.recipes}
+        if args.recipes
+        else {name: (args.config, VARIANTS[name]) for name in args.variants}
+    )
+    summary, finals, metrics = {}, {}, {}
+    for variant, (config, overrides) in variants.items():
         outs = {
             seed: Path(args.runs) / variant.replace(" ", "-") / f"seed{seed}" for seed in range(args.seeds)
         }
         if args.finished_only:
             outs = {seed: out for seed, out in outs.items() if finished(out)}
-        runs = [run(args.config, variant, seed, args.budget, out, args.base) for seed, out in outs.items()]
+        runs = {seed: run(config, overrides, seed, args.budget, out, args.base) for seed, out in outs.items()}
         if runs:
-            summary[variant] = summarise(runs, args.threshold)
-            finals[variant] = {seed: final_eval(read_metrics(out)) for seed, out in outs.items()}
+            summary[variant] = summarise(list(runs.values()), args.threshold)
+            summary[variant]["mechanisms"] = mechanisms(list(runs.values()))
+            finals[variant] = {seed: final_eval(m) for seed, m in runs.items()}
+            metrics[variant] = runs
     for variant, by_seed in finals.items():
         if variant != args.baseline and args.baseline in finals:
             summary[variant]["paired_vs_baseline"] = paired(by_seed, finals[args.baseline])
+    spent = [m[-1].get("rollout/tokens_total", 0.0) for runs in metrics.values() for m in runs.values()]
+    tokens = min(spent, default=0.0)  # the thriftiest run's policy tokens
+    for variant, runs in metrics.items():
+        within = [eval_within(m, tokens) for m in runs.values()]
+        summary[variant]["eval_at_equal_tokens"] = interval([w for w in within if w is not None])
+    what = "recipes " + ", ".join(args.recipes) if args.recipes else args.config
     print(
-        f"\n{args.config}: {args.budget} RL episodes per run, up to {args.seeds} seeds, "
-        f"threshold {args.threshold}"
+        f"\n{what}: {args.budget} RL episodes per run, up to {args.seeds} seeds, threshold {args.threshold}"
     )
     columns = ["variant", "seeds", "updates", "groups dropped/rescued", "final held-out eval", "best"]
     columns += ["zero-variance share", "reached"]
@@ -221,6 +281,15 @@ def main() -> None:
             *(show(s[f"{k}_to_threshold"], 0) for k in ("samples", "tokens", "seconds")),
             verdict(s.get("paired_vs_baseline")),
         ]
+        print("| " + " | ".join(cells) + " |")
+    print(
+        f"\nAt equal tokens ({tokens:.0f} policy tokens, the thriftiest run's) and each method's mechanism:"
+    )
+    columns = ["variant", "held-out at equal tokens", *MECHANISMS]
+    print("| " + " | ".join(columns) + " |\n" + "|---" * len(columns) + "|")
+    for variant, s in summary.items():
+        cells = [variant, show(s["eval_at_equal_tokens"])]
+        cells += [show(s["mechanisms"][column]) for column in MECHANISMS]
         print("| " + " | ".join(cells) + " |")
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), "summary": summary}, indent=2))
