@@ -76,9 +76,13 @@ from gfcr.trainers.watch import PathologyWatch
 logger = logging.getLogger(__name__)
 SFT_DATA = "sft_data.jsonl"  # the teacher's kept trajectories, in out_dir
 SFT_SOURCE = "sft_data.source.json"  # the settings that made them (`sft_data_source`)
-REPLAY_FILES = ("replay.db", "replay.db-journal", "replay.db-wal", "replay.db-shm")
-SKILL_FILES = ("skills.db", "skills.db-journal", "skills.db-wal", "skills.db-shm")  # [replay.skills]
-PROPOSAL_FILES = ("proposals.db", "proposals.db-journal", "proposals.db-wal", "proposals.db-shm")  # [propose]
+# the run's databases in out_dir: the replay buffer, the skill library ([replay.skills]) and the
+# proposals' provenance ([propose]), each with the journals SQLite keeps beside it
+DATABASE_FILES = tuple(
+    name + suffix
+    for name in ("replay.db", "skills.db", "proposals.db")
+    for suffix in ("", "-journal", "-wal", "-shm")
+)
 
 
 class Trainer:
@@ -463,12 +467,11 @@ class Trainer:
     # -- checkpoints -----------------------------------------------------------------------------
 
     def clear_outputs(self, *, keep_sft_data: bool) -> None:
-        """Starting over: remove the checkpoints, replay buffer and skill library an earlier run
-        left in out_dir, and its SFT data unless `keep_sft_data` (metrics and TensorBoard events:
-        `MetricLogger`)."""
+        """Starting over: remove the checkpoints and databases (replay buffer, skill library,
+        proposals) an earlier run left in out_dir, and its SFT data unless `keep_sft_data` (metrics
+        and TensorBoard events: `MetricLogger`)."""
         ckpt.remove_checkpoints(self.out / "checkpoints")
-        names: tuple[str, ...] = (*REPLAY_FILES, *SKILL_FILES, *PROPOSAL_FILES)
-        names += () if keep_sft_data else (SFT_DATA, SFT_SOURCE)
+        names = DATABASE_FILES if keep_sft_data else (*DATABASE_FILES, SFT_DATA, SFT_SOURCE)
         for name in names:
             if (self.out / name).exists():
                 (self.out / name).unlink()
