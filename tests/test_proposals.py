@@ -1,15 +1,26 @@
 """Proposals verified by execution (issue 36): each family's verifier with the real sandbox and the
-real Chinook database, the novelty filter, the learnability reward, and the provenance store."""
+real Chinook database, each family's task with its question withheld (the blind baseline), the
+novelty filter, the learnability reward and the guess check, and the provenance store."""
 
 from __future__ import annotations
 
 import gymnasium as gym
 import pytest
+import sqlalchemy
 
 from gfcr.core import Task
 from gfcr.envs.proposals import ProposeEnv, family_of, restored_task
-from gfcr.errors import DataError
-from gfcr.proposals import NoveltyFilter, ProvenanceRecord, ProvenanceStore, Rejected, learnability
+from gfcr.errors import ConfigError, DataError
+from gfcr.proposals import (
+    BLIND_PROMPT,
+    NoveltyFilter,
+    ProposeConfig,
+    ProvenanceRecord,
+    ProvenanceStore,
+    Rejected,
+    guessable,
+    learnability,
+)
 from gfcr.proposals.provenance import gold_text
 
 STUB = 'def double(x: int) -> int:\n    """Twice x."""\n'
@@ -114,6 +125,53 @@ def test_sql_gold_queries_execute_on_chinook_and_empty_or_writing_ones_are_rejec
     )
 
 
+def test_each_family_withholds_the_question_from_a_blind_attempt_and_keeps_the_gold_that_grades_it(
+    code_env, sql_env
+):
+    math_env = gym.make("gfcr/Math-v0").unwrapped
+    yes_no = "<problem>Is 91 a prime number? Answer yes or no.</problem><program>print('no')</program>"
+    math = family_of("gfcr/Math-v0").verify(yes_no, None, "gen/m", []).task
+    blind = family_of("gfcr/Math-v0").withheld(math)
+    obs, _ = math_env.reset(options={"task": blind})
+    assert (blind.id, blind.gold) == ("gen/m/blind", "no") and BLIND_PROMPT in obs and "91" not in obs
+    assert math_env.step("\\boxed{no}")[1] == 1.0  # a lucky guess scores, as it would with the question
+
+    question = "How many artists are there?"
+    sql = (
+        family_of("gfcr/SQL-v0")
+        .verify(
+            f"<question>{question}</question><sql>SELECT COUNT(*) FROM Artist</sql>",
+            sql_env,
+            "gen/s",
+            [sql_env.tasks[0]],
+        )
+        .task
+    )
+    blind = family_of("gfcr/SQL-v0").withheld(sql)
+    obs, info = sql_env.reset(options={"task": blind})
+    assert question not in obs and f"Question: {BLIND_PROMPT}" in obs and "Artist" in obs  # the schema stays
+    assert sql_env.step(type(sql_env).oracle(blind, info["messages"]))[1] == 1.0
+
+    code = family_of("gfcr/Code-v0").verify(CODE, code_env, "gen/c", []).task
+    blind = family_of("gfcr/Code-v0").withheld(code)
+    obs, _ = code_env.reset(options={"task": blind})
+    assert "double" not in obs and "Twice" not in obs and BLIND_PROMPT in obs  # the stub is the question
+    assert code_env.step("```python\nprint(0)\n```")[1] == 0.0  # a blind program fails the hidden tests …
+    code_env.reset(options={"task": blind})
+    assert code_env.step("```python\ndef double(x):\n    return 2 * x\n```")[1] == 1.0  # … the same tests
+
+
+def test_a_task_solved_no_more_often_than_guessed_is_guessable_and_the_check_is_configured():
+    assert guessable(0.5, 0.5, 0.25) and guessable(0.7, 0.5, 0.25) and guessable(0.25, 0.5, 0.25)
+    assert not guessable(0.75, 0.5, 0.25) and not guessable(0.25, 0.0, 0.25)
+    assert not guessable(0.5, 0.5, 0.0)  # min_gain 0: only guessing beating solving is guessable
+    assert (ProposeConfig().blind_attempts, ProposeConfig().min_gain) == (4, 0.25)
+    with pytest.raises(ConfigError, match="blind_attempts must be >= 0"):
+        ProposeConfig(blind_attempts=-1)
+    with pytest.raises(ConfigError, match="min_gain must be in"):
+        ProposeConfig(min_gain=1.5)
+
+
 def test_a_proposal_too_close_to_a_pool_task_is_a_duplicate():
     pool = ["Write a function that returns the sum of the squares of a list of numbers."]
     novelty = NoveltyFilter(pool, max_similarity=0.6)
@@ -141,6 +199,7 @@ def test_provenance_is_complete_survives_a_reopen_and_records_retirement(tmp_pat
         "",
         step_proposed=2,
         solver_success=0.5,
+        blind_success=0.25,
         claimed_agrees=True,
         rerun_agrees=True,
         task_source="generated",
@@ -154,6 +213,19 @@ def test_provenance_is_complete_survives_a_reopen_and_records_retirement(tmp_pat
     assert found.parent_ids == ("mmath/0", "mmath/1") and found.proposer_version == "3"
     assert (found.step_added, found.step_retired, found.active) == (2, 9, False)
     assert all(value is not None for value in vars(found).values())
+
+
+def test_a_store_written_before_blind_success_opens_and_reads_it_as_unknown(tmp_path):
+    path = tmp_path / "old.db"
+    store = ProvenanceStore(path)
+    store.record(
+        ProvenanceRecord("gen/0", "gfcr/Math-v0", "?", '"1"', "1", (), "valid", "", 0, solver_success=0.5)
+    )
+    with store.engine.begin() as conn:  # the table as an older gfcr wrote it
+        conn.execute(sqlalchemy.text("ALTER TABLE proposed_tasks DROP COLUMN blind_success"))
+    store.close()
+    (found,) = ProvenanceStore(path).records()
+    assert (found.id, found.solver_success, found.blind_success) == ("gen/0", 0.5, None)
 
 
 def test_the_proposer_env_ends_its_one_turn_and_envs_refuse_a_task_that_is_no_task():

@@ -9,11 +9,16 @@ Each step (`[propose]`, `gfcr.proposals.ProposeConfig`), after the keep stage:
    samples `proposals_per_step` proposals of it, one group, in the proposer env;
 3. each proposal is verified by execution in the family's env (`ProposalFamily.verify`: invalid
    with a reason otherwise), then checked for novelty against every task known (`duplicate`);
-4. each valid new task gets `solver_attempts` solver episodes in the family's env, judged by the
-   run's judge stage; their success rate s places it: `too_hard` (s at or below the band),
-   `trivial` (at or above it), else it joins the choose pool for later steps;
+4. each valid new task gets `solver_attempts` solver episodes in the family's env, and
+   `blind_attempts` more of it with its question withheld (`ProposalFamily.withheld`), in the same
+   round, all judged by the run's judge stage; the solver's success rate s places it: `too_hard`
+   (s at or below the band), `trivial` (at or above it), `guessable` (inside it, but less than
+   `min_gain` above the blind success p0, the policy's guess rate on its answer), else it joins
+   the choose pool for later steps;
 5. each proposer episode's reward is `learnability(s)` (0 for a rejected proposal); the proposer
-   group and the solver groups are trained in this step with the chosen groups;
+   group and the solver groups are trained in this step with the chosen groups — but not a
+   guessable task's solver group (its successes are guesses), nor any blind episode (a
+   measurement, not data; their cost counts in the step's episodes and tokens);
 6. every proposal is recorded with its provenance (`gfcr.proposals.ProvenanceStore`).
 
 A resumed run rewinds the store to the checkpoint's step and rebuilds the generated tasks that were
@@ -35,11 +40,13 @@ from gfcr.envs.proposals import FAMILIES, PROPOSE_ENV, Verified, family_of, prop
 from gfcr.errors import ConfigError, DataError
 from gfcr.generate import round_seed
 from gfcr.proposals import (
+    REJECTIONS,
     NoveltyFilter,
     ProposeConfig,
     ProvenanceRecord,
     ProvenanceStore,
     Rejected,
+    guessable,
     learnability,
 )
 from gfcr.proposals.provenance import gold_text
@@ -48,7 +55,7 @@ if TYPE_CHECKING:
     from gfcr.trainers.pipeline import RolloutPipeline, StepBatch
 
 logger = logging.getLogger(__name__)
-VERDICTS = ("valid", "invalid", "duplicate", "trivial", "too_hard")
+VERDICTS = ("valid", *REJECTIONS)
 
 
 class ProposeStage:
@@ -108,26 +115,30 @@ class ProposeStage:
         proposals = pipeline.run_specs(specs)
         verified = {p.id: self._verify(p, parents) for p in proposals}
         tasks = {p.id: v.task for p in proposals if isinstance(v := verified[p.id], Verified)}
-        solvers = self._solve(pipeline, list(tasks.values()))
+        solvers, guesses = self._solve(pipeline, list(tasks.values()))
         counts = dict.fromkeys(VERDICTS, 0)
         successes = []
         for proposal in proposals:
-            outcome, success = verified[proposal.id], None
+            outcome, success, guess = verified[proposal.id], None, None
             if isinstance(outcome, Verified):
-                group = solvers[outcome.task.id]
-                success = float(np.mean([solved(t.total_reward) for t in group]))
-                successes.append(success)
-                batch.groups[outcome.task.id] = group  # trains the solver this step
-            verdict = self._place(success) if isinstance(outcome, Verified) else outcome.kind
+                success, guess = success_rate(solvers[outcome.task.id]), guesses[outcome.task.id]
+                successes += [success] if success is not None else []
+            verdict = self._place(success, guess) if isinstance(outcome, Verified) else outcome.kind
             counts[verdict] += 1
-            reward = learnability(success, self.config.band) if success is not None else 0.0
+            # 1 − s inside the band; 0 outside it, and for a rejected or guessable proposal
+            reward = (
+                learnability(success, self.config.band) if verdict == "valid" and success is not None else 0.0
+            )
             proposal.reward_terms = {"learnability": reward}
+            if isinstance(outcome, Verified) and verdict != "guessable":
+                batch.groups[outcome.task.id] = solvers[outcome.task.id]  # trains the solver this step
             if isinstance(outcome, Verified) and verdict == "valid":
                 self._join(pipeline, outcome.task, step)
-            self.store.record(self._record(proposal, outcome, verdict, success, parents, step))
+            self.store.record(self._record(proposal, outcome, verdict, success, guess, parents, step))
         batch.groups[prompt.id] = proposals
         in_pool = [t for t in pipeline.task_ids if pipeline.templates[t].env.key == self.family_env.key]
         generated |= {task.id for task in tasks.values()}
+        rates = [guess for guess in guesses.values() if guess is not None]
         return {
             "propose/step": float(step),  # the step of the provenance store's records (`gfcr diagnose`)
             "propose/proposed": float(len(proposals)),
@@ -138,6 +149,8 @@ class ProposeStage:
             # groups trained this step on generated tasks (solver groups, chosen ones) over all of them
             "propose/trained_share": sum(t in generated for t in batch.groups) / len(batch.groups),
             "propose/solver_success": float(np.mean(successes)) if successes else 0.0,
+            # the guess rate: success with the question withheld, over the verified proposals
+            "propose/blind_success": float(np.mean(rates)) if rates else 0.0,
             "propose/reward_mean": float(np.mean([p.reward for p in proposals])) if proposals else 0.0,
         }
 
@@ -147,6 +160,7 @@ class ProposeStage:
         outcome: Verified | Rejected,
         verdict: str,
         success: float | None,
+        guess: float | None,
         parents: Sequence[Task],
         step: int,
     ) -> ProvenanceRecord:
@@ -154,6 +168,11 @@ class ProposeStage:
         verified = outcome if isinstance(outcome, Verified) else None
         if verified is None:
             reason = outcome.reason  # type: ignore[union-attr]  # a Rejected
+        elif verdict == "guessable":
+            reason = (
+                f"solver success {success:.2f} beats the guess rate {guess:.2f} (its question withheld) "
+                f"by less than min_gain {self.config.min_gain}"
+            )
         else:
             reason = (
                 ""
@@ -171,6 +190,7 @@ class ProposeStage:
             reason=reason,
             step_proposed=step,
             solver_success=success,
+            blind_success=guess,
             claimed_agrees=verified.claimed_agrees if verified else None,
             rerun_agrees=verified.rerun_agrees if verified else None,
             task_source=verified.task.source if verified else None,
@@ -201,14 +221,32 @@ class ProposeStage:
         self.novelty.add(verified.task.prompt)
         return verified
 
-    def _solve(self, pipeline: RolloutPipeline, tasks: Sequence[Task]) -> dict[str, list[Trajectory]]:
-        """`solver_attempts` solver episodes of each task in the family's env, judged as groups."""
+    def _solve(
+        self, pipeline: RolloutPipeline, tasks: Sequence[Task]
+    ) -> tuple[dict[str, list[Trajectory]], dict[str, float | None]]:
+        """`solver_attempts` solver episodes of each task and `blind_attempts` of it with its question
+        withheld, in one round: the solver groups, and each task's guess rate (None: no blind ones)."""
+        blinds = {task.id: self.family.withheld(task) for task in tasks} if self.config.blind_attempts else {}
+        groups = self._attempt(
+            pipeline,
+            [(task, self.config.solver_attempts) for task in tasks]
+            + [(blind, self.config.blind_attempts) for blind in blinds.values()],
+        )
+        guesses = {
+            task.id: success_rate(groups[blinds[task.id].id]) if task.id in blinds else None for task in tasks
+        }
+        return {task.id: groups[task.id] for task in tasks}, guesses
+
+    def _attempt(
+        self, pipeline: RolloutPipeline, attempts: Sequence[tuple[Task, int]]
+    ) -> dict[str, list[Trajectory]]:
+        """`n` episodes of each `(task, n)` in the family's env, in one round, judged as groups."""
         seed = round_seed(pipeline.seed, pipeline.rounds_total)
-        attempts = self.config.solver_attempts
+        tasks = [task for task, _ in attempts]
         specs = [
             EpisodeSpec(self.family_env, task.id, seed + j, sample=j, task=task)
-            for task in tasks
-            for j in range(attempts)
+            for task, n in attempts
+            for j in range(n)
         ]
         ran = pipeline.run_specs(specs) if specs else []
         groups: dict[str, list[Trajectory]] = {task.id: [] for task in tasks}
@@ -219,11 +257,16 @@ class ProposeStage:
             pipeline.batch_judge_failures += stage.judge(task, groups[task.id])
         return groups
 
-    def _place(self, success: float | None) -> str:
-        """A valid new task's verdict from its solver success: inside the band, or not."""
+    def _place(self, success: float | None, guess: float | None) -> str:
+        """A valid new task's verdict from its solver success: inside the band, or not; and inside
+        it, above its guess rate (None: no blind attempts) by `min_gain`, or not."""
         low, high = self.config.band
         assert success is not None  # a verified proposal has solver episodes
-        return "too_hard" if success <= low else "trivial" if success >= high else "valid"
+        if success <= low or success >= high:
+            return "too_hard" if success <= low else "trivial"
+        return (
+            "guessable" if guess is not None and guessable(success, guess, self.config.min_gain) else "valid"
+        )
 
     def _join(self, pipeline: RolloutPipeline, task: Task, step: int) -> None:
         """Put a generated task in the choose pool, as added at `step`."""
@@ -277,6 +320,11 @@ class ProposeStage:
             if task.id not in pipeline.templates:
                 self._join(pipeline, task, self.added[task.id])
         self.restored = []
+
+
+def success_rate(group: Sequence[Trajectory]) -> float | None:
+    """The share of a judged group's episodes that solved their task (None: an empty group)."""
+    return float(np.mean([solved(t.total_reward) for t in group])) if group else None
 
 
 def proposal_text(proposal: Trajectory) -> str:

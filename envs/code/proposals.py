@@ -19,7 +19,7 @@ from gfcr.envs.code.env import CodeEnv
 from gfcr.envs.code.grading import grade
 from gfcr.envs.proposals.base import Verified
 from gfcr.errors import DataError
-from gfcr.proposals import Rejected, parse_sections
+from gfcr.proposals import Rejected, blind_task, parse_sections
 
 FORMAT = """Write it in three tagged sections:
 <prompt>a Python function stub: its signature and a docstring saying what it must do</prompt>
@@ -65,6 +65,12 @@ class CodeProposals:
         again = grade(env.sandbox, tests, sections["solution"])
         task = Task(task_id, sections["prompt"], tests, "generated", {"entry_point": entry_point})
         return Verified(task, rerun_agrees=(again.passed, again.total) == (report.passed, report.total))
+
+    def withheld(self, task: Task) -> Task:
+        """Everything withheld: the stub is the question (its name, signature and docstring), so the
+        blind attempt sees none of it and the env asks for a program to no specification; the
+        hidden tests call a function it was never told of, and it fails, as it should."""
+        return blind_task(task, gold=dataclasses.replace(task.gold, starter=""))
 
     def gold_from(self, data: object) -> CodeTests:
         """A code task's gold, `CodeTests`, from its fields (cases as {"input", "output"} objects).

@@ -16,7 +16,7 @@ from gfcr.envs.math.env import MathEnv
 from gfcr.envs.math.verifier import check_answer
 from gfcr.envs.proposals.base import Verified
 from gfcr.errors import DataError
-from gfcr.proposals import Rejected, parse_sections
+from gfcr.proposals import Rejected, blind_task, parse_sections
 from gfcr.sandboxes import Limits, shared_sandbox
 
 FORMAT = """Write it in tagged sections:
@@ -51,6 +51,14 @@ class MathProposals:
         claimed = sections.get("answer")
         rerun = self.answer(sections["program"]) == answer
         return Verified(task, check_answer(task, claimed) if claimed is not None else None, rerun)
+
+    def withheld(self, task: Task) -> Task:
+        """The problem withheld: the env shows the blind prompt and its answer format, nothing more.
+
+        >>> MATH.withheld(Task("gen/1", "Is 91 prime? Answer yes or no.", "no")).prompt
+        'Give your answer.'
+        """
+        return blind_task(task)
 
     def answer(self, program: str) -> str | None:
         """The last non-empty line `program` prints in the sandbox (None: it prints nothing);

@@ -28,6 +28,9 @@ class ProposalFamily(Protocol):
     text into a `Task` with id `task_id` by executing it (a reference solution against its tests,
     an answer program, a gold query), or raises `gfcr.proposals.Rejected` with the reason.
     `env` is an env of the family (its sandbox, its databases); `parents` the tasks shown.
+    `withheld` is the task with its question withheld, as a blind attempt sees it: the same gold
+    (so the env grades it alike), a prompt that asks for an answer without saying to what
+    (`gfcr.proposals.blind_task`) — its success is the policy's guess rate on that answer.
     `gold_from` rebuilds a task's gold from its JSON form (`gfcr.proposals.provenance.gold_text`),
     raising `gfcr.errors.DataError` for data that is not such a gold."""
 
@@ -36,5 +39,7 @@ class ProposalFamily(Protocol):
     def describe(self, task: Task, env: Any) -> str: ...
 
     def verify(self, text: str, env: Any, task_id: str, parents: Sequence[Task]) -> Verified: ...
+
+    def withheld(self, task: Task) -> Task: ...
 
     def gold_from(self, data: Any) -> Any: ...

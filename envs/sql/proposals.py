@@ -14,7 +14,7 @@ from gfcr.core import Task
 from gfcr.envs.proposals.base import Verified
 from gfcr.envs.sql.env import SQLEnv
 from gfcr.errors import DataError, GfcrError
-from gfcr.proposals import Rejected, parse_sections
+from gfcr.proposals import Rejected, blind_task, parse_sections
 
 FORMAT = """Write it in tagged sections:
 <database>the database it is about (one of those shown)</database>
@@ -45,6 +45,11 @@ class SQLProposals:
         if not gold.rows:
             raise Rejected("invalid", "the gold query returns no rows; ask something with an answer")
         return Verified(task, rerun_agrees=env.database(task).gold(sections["sql"]).rows == gold.rows)
+
+    def withheld(self, task: Task) -> Task:
+        """The question withheld, the database kept: the env still shows its schema (the metadata
+        names it), so a blind query may read the tables, but not what is asked of them."""
+        return blind_task(task)
 
     def gold_from(self, data: object) -> str:
         """A SQL task's gold is its query, a string (the database is in the task's metadata).

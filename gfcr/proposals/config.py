@@ -30,6 +30,16 @@ class ProposeConfig:
     solver_attempts: int = setting(
         4, "Solver episodes per valid proposal: its success rate, and a group trained on."
     )
+    blind_attempts: int = setting(
+        4,
+        "Episodes per valid proposal with its question withheld (not trained on): the policy's guess "
+        "rate on its answer. 0 turns the check off, and a task whose answer is guessed (yes/no, "
+        "always 0) pays its proposer as if it were learnable.",
+    )
+    min_gain: float = setting(
+        0.25,
+        "A proposal whose solver success beats its guess rate by less than this is guessable (reward 0).",
+    )
     band_low: float = setting(0.0, "A task is learnable when solver success is above this …")
     band_high: float = setting(
         1.0, "… and below this; the proposer's reward is 1 − success inside the band, else 0."
@@ -47,6 +57,12 @@ class ProposeConfig:
                 f"got {self.proposals_per_step}, {self.parents}, {self.solver_attempts}, {self.max_age}, "
                 f"{self.ngram}"
             )
+        if self.blind_attempts < 0:
+            raise ConfigError(
+                f"[propose] blind_attempts must be >= 0 (0: no guess check), got {self.blind_attempts}"
+            )
+        if not 0.0 <= self.min_gain <= 1.0:
+            raise ConfigError(f"[propose] min_gain must be in [0, 1], got {self.min_gain}")
         if not 0.0 < self.max_similarity <= 1.0:
             raise ConfigError(f"[propose] max_similarity must be in (0, 1], got {self.max_similarity}")
         learnability(0.5, self.band)  # a bad band fails here, not in the first step

@@ -3,7 +3,8 @@
 One row per proposal, kept or rejected: its id, family (env id), prompt, gold (JSON) and, for a
 task that verified, its source and metadata (so a resumed run rebuilds it losslessly:
 `gfcr.envs.proposals.restored_task`), the proposer's policy version, the parent tasks its prompt
-showed, the verdict (`valid`, or the kind of rejection) with its reason, the solver's success on it,
+showed, the verdict (`valid`, or the kind of rejection) with its reason, the solver's success on it
+and its blind success (the guess rate with the question withheld: `gfcr.proposals.guessing`),
 whether the proposer's claimed answer agreed with the executed one (where it claims one), whether
 executing its check a second time gave the same result, the step it was proposed, added to the pool
 and retired. Storage
@@ -54,6 +55,7 @@ table = Table(
     Column("verdict", String(32), nullable=False, index=True),  # "valid" or a kind of REJECTIONS
     Column("reason", Text, nullable=False),
     Column("solver_success", Float, nullable=True),  # None: no solver ran (rejected before)
+    Column("blind_success", Float, nullable=True),  # None: no blind attempt ran (or an older gfcr)
     Column("claimed_agrees", Boolean, nullable=True),  # None: the proposal claimed no answer
     Column("rerun_agrees", Boolean, nullable=True),  # None: not verified (or by an older gfcr)
     Column("step_proposed", Integer, nullable=False, index=True),
@@ -77,6 +79,7 @@ class ProvenanceRecord:
     reason: str
     step_proposed: int
     solver_success: float | None = None
+    blind_success: float | None = None  # the guess rate: success with the question withheld
     claimed_agrees: bool | None = None
     rerun_agrees: bool | None = None  # its check executed twice gave the same result
     task_source: str | None = None  # the verified task's `Task.source` …

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from gfcr.errors import GfcrError
 
 # Why a proposal is not kept: it does not parse or verify by execution (invalid), it is too close
-# to a task already known (duplicate), or the solver always (trivial) or never (too_hard) solves it.
-REJECTIONS = ("invalid", "duplicate", "trivial", "too_hard")
+# to a task already known (duplicate), the solver always (trivial) or never (too_hard) solves it, or
+# it solves it hardly more often than it guesses the answer with the question withheld (guessable).
+REJECTIONS = ("invalid", "duplicate", "trivial", "too_hard", "guessable")
 
 _FENCE = re.compile(r"^\s*```[\w+-]*\n(.*?)\n?```\s*$", re.DOTALL)
 

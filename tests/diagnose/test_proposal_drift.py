@@ -5,6 +5,7 @@ HTML page, with each number and flag checked."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -57,7 +58,9 @@ def test_the_json_shows_each_windows_verdicts_shares_difficulty_agreement_and_th
     assert result.exit_code == 0, result.output
     drift = json.loads(result.output)["criteria"]["proposals"]
     assert (drift["rounds"], drift["window"], drift["proposals"]) == (4, 1, 8)
-    assert drift["verdicts"] == {"valid": 3, "invalid": 1, "duplicate": 1, "trivial": 2, "too_hard": 1}
+    assert drift["verdicts"] == {
+        "valid": 3, "invalid": 1, "duplicate": 1, "trivial": 2, "too_hard": 1, "guessable": 0
+    }  # fmt: skip
     columns = ("rounds", "train_steps", "proposed", "valid", "trivial", "too_hard", "in_pool", "pool_share",
                "trained_share", "added_success", "claimed_agreement", "rerun_agreement")  # fmt: skip
     assert [tuple(row[c] for c in columns) for row in drift["rows"]] == [
@@ -88,6 +91,32 @@ def test_the_terminal_and_the_html_page_show_the_table_the_summary_and_the_flags
     page = (tmp_path / "d" / "index.html").read_text()
     assert 'id="proposals"' in page and "re-executed checks 83%" in page and "0.50 → 0.80" in page
     assert json.loads((tmp_path / "d" / "diagnosis.json").read_text())["criteria"]["proposals"]["rounds"] == 4
+
+
+def test_guessable_proposals_are_counted_in_the_table_and_flagged_when_they_dominate(tmp_path):
+    pytest.importorskip(
+        "torch", reason="training out_dirs are read by the trainer: pip install -e '.[hf,train]'"
+    )
+    store = ProvenanceStore(tmp_path / "proposals.db")
+    for task_id, verdict, blind in [
+        ("gen/0", "valid", 0.0),
+        ("gen/1", "guessable", 0.5),
+        ("gen/2", "guessable", 0.75),
+    ]:
+        store.record(
+            ProvenanceRecord(task_id, "gfcr/Math-v0", f"problem {task_id}", '"yes"', "0", (), verdict, "", 0,
+                             solver_success=0.5, blind_success=blind, step_added=0 if verdict == "valid" else None)
+        )  # fmt: skip
+    store.close()
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 1, "propose/step": 0}) + "\n")
+    result = runner.invoke(app, ["diagnose", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    drift = json.loads(result.output)["criteria"]["proposals"]
+    assert drift["verdicts"]["guessable"] == 2 and [row["guessable"] for row in drift["rows"]] == [2]
+    assert drift["summary"].startswith("3 proposals over 1 rounds (1 valid, 2 guessable)")
+    assert any("2 of 3 verified proposals were guessable" in flag for flag in drift["flags"])
+    shown = runner.invoke(app, ["diagnose", str(tmp_path)], terminal_width=250).output
+    assert re.search(r"hard\s+gue", shown) and "were guessable" in shown  # the column, the flag
 
 
 def test_a_run_without_proposals_has_no_drift_section(tmp_path):

@@ -2,28 +2,36 @@
 tasks (one learnable, one duplicate, one whose program fails, one trivial), the real sandbox runs the
 answer programs, solver groups are judged by the math env from the generated gold, the proposer is
 rewarded by learnability, the learnable task joins the pool, is chosen and trained on, and retires;
-a resumed trainer rebuilds the generated tasks of its checkpoint's pool from the provenance store."""
+a yes/no task the solver only guesses is rejected as guessable against its blind attempts (the
+question withheld) and pays nothing; a resumed trainer rebuilds the generated tasks of its
+checkpoint's pool from the provenance store."""
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Sequence
 
 from gfcr.agents import episodes_for_env
 from gfcr.core.policy import Completion, Request
-from gfcr.proposals import ProvenanceStore
+from gfcr.proposals import BLIND_PROMPT, ProvenanceStore
 from gfcr.trainers import Trainer
 from gfcr.trainers.config import PipelineConfig
-from gfcr.trainers.pipeline import RolloutPipeline
+from gfcr.trainers.pipeline import RolloutPipeline, StepBatch
 
 
 class SelfPlay:
-    """Proposes four math tasks per step (by the step in its prompt's task id); as the solver, it
-    always solves the "easy" ones and every other attempt of the rest."""
+    """Proposes math tasks (`proposals` in turn, numbered by the step in its prompt's task id). As
+    the solver it reads the question it is shown: it always works out "how much is b minus a", works
+    out "a times b plus seven" on every other attempt of a task (failing the rest), and answers
+    anything else — a yes/no question, a question withheld — with "yes" or "no" in turn: a guess."""
 
     name, version = "scripted:self-play", "3"
 
-    def __init__(self) -> None:
-        self.attempts = self.proposed = 0
+    def __init__(self, proposals: Sequence[str] | None = None) -> None:
+        self.proposals = proposals or PROPOSALS
+        self.proposed = 0
+        self.attempts: Counter[str] = Counter()  # a task's attempts so far, by task id
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         return [Completion(self.reply(request)) for request in requests]
@@ -33,11 +41,15 @@ class SelfPlay:
         if request.env_id == "gfcr/Propose-v0":
             step = int(request.task.id.rsplit("/", 1)[1])
             self.proposed += 1
-            return PROPOSALS[(self.proposed - 1) % len(PROPOSALS)].format(a=10 + step, b=20 + step)
-        if "easy" in request.task.prompt:
-            return f"\\boxed{{{request.task.gold}}}"
-        self.attempts += 1
-        return f"\\boxed{{{request.task.gold if self.attempts % 2 else -1}}}"
+            return self.proposals[(self.proposed - 1) % len(self.proposals)].format(a=10 + step, b=20 + step)
+        shown = request.messages[-1].text  # the question as the env renders it: never the gold
+        self.attempts[request.task.id] += 1
+        attempt = self.attempts[request.task.id]
+        if minus := re.search(r"how much is (\d+) minus (\d+)", shown):
+            return f"\\boxed{{{int(minus[1]) - int(minus[2])}}}"
+        if times := re.search(r"What is (\d+) times (\d+) plus seven", shown):
+            return f"\\boxed{{{int(times[1]) * int(times[2]) + 7 if attempt % 2 else -1}}}"
+        return f"\\boxed{{{'yes' if attempt % 2 else 'no'}}}"
 
 
 PROPOSALS = [
@@ -46,6 +58,11 @@ PROPOSALS = [
     "<problem>Divide {a} by zero.</problem><program>print({a} / 0)</program>",
     "<problem>An easy one: how much is {b} minus {a} in total?</problem><program>print({b} - {a})</program>",
 ]
+# the attack: a yes/no answer the solver hits half the time by chance, squarely inside the band
+GUESSABLE = (
+    "<problem>Is the product of {a} and {b} divisible by four? Answer yes or no.</problem>"
+    "<program>print('yes' if {a} * {b} % 4 == 0 else 'no')</program>"
+)
 
 
 def test_proposals_are_verified_solved_rewarded_added_trained_on_and_retired(tmp_path):
@@ -90,6 +107,55 @@ def test_proposals_are_verified_solved_rewarded_added_trained_on_and_retired(tmp
     assert [t.total_reward for t in later.groups[generated]] == [1.0, 0.0]
     assert later.metrics["propose/retired"] == 1 and generated not in pipeline.task_ids  # max_age 1
     assert {r.id: r.step_retired for r in store.records()}[generated] == 1
+
+
+def guarded_step(tmp_path, blind_attempts: int) -> tuple[RolloutPipeline, StepBatch]:
+    """One step whose proposer writes a learnable task and a guessable one."""
+    config = PipelineConfig.from_dict(
+        {"propose": {"enabled": True, "proposals_per_step": 2, "blind_attempts": blind_attempts}}
+    )
+    policy = SelfPlay([PROPOSALS[0], GUESSABLE])
+    tasks = episodes_for_env("gfcr/Math-v0", 4)
+    pipeline = RolloutPipeline.from_config(policy, tasks, config, prompts_per_step=1, group_size=2)
+    assert pipeline.propose is not None
+    pipeline.propose.store = ProvenanceStore(tmp_path / f"proposals-{blind_attempts}.db")
+    return pipeline, pipeline.step()
+
+
+def test_a_task_whose_answer_the_solver_guesses_is_rejected_as_guessable_and_pays_nothing(tmp_path):
+    pipeline, batch = guarded_step(tmp_path, blind_attempts=4)
+    metrics = batch.metrics
+    assert (metrics["propose/valid"], metrics["propose/guessable"], metrics["propose/added"]) == (1, 1, 1)
+    assert metrics["propose/solver_success"] == 0.5  # both tasks sit in the band …
+    assert metrics["propose/blind_success"] == 0.25  # … but one is guessed as often blind: (0 + 0.5) / 2
+    assert sorted(t.reward for t in batch.groups["propose/gfcr/Math-v0/0"]) == [0.0, 0.5]
+    assert pipeline.propose is not None
+    records = {r.verdict: r for r in pipeline.propose.store.records()}
+    guessed, kept = records["guessable"], records["valid"]
+    assert (guessed.gold, guessed.solver_success, guessed.blind_success, guessed.step_added) == (
+        '"yes"',
+        0.5,
+        0.5,
+        None,
+    )
+    assert "guess rate 0.50 (its question withheld) by less than min_gain 0.25" in guessed.reason
+    assert (kept.solver_success, kept.blind_success, kept.step_added) == (0.5, 0.0, 0)
+    # the learnable task joins the pool and its solver group trains; the guessed one's does not
+    assert kept.id in batch.groups and kept.id in pipeline.task_ids
+    assert guessed.id not in batch.groups and guessed.id not in pipeline.task_ids
+    # blind episodes: the question withheld, the same gold grades them, never trained on, but paid for
+    blind = [t for t in batch.generated if t.task_id.endswith("/blind")]
+    assert len(blind) == 8 and all(t.prompt.startswith(BLIND_PROMPT) for t in blind)
+    assert sorted(t.total_reward for t in blind if t.task_id == f"{guessed.id}/blind") == [0.0, 0.0, 1.0, 1.0]
+    assert not any(task_id.endswith("/blind") for task_id in batch.groups)
+    assert metrics["generate/episodes"] == 2 + 2 + 2 * 4 + 2 * 4  # chosen, proposer, solvers, blind
+
+
+def test_without_blind_attempts_the_guessed_task_is_paid_as_a_learnable_one(tmp_path):
+    _, batch = guarded_step(tmp_path, blind_attempts=0)  # the check off: the hole it closes
+    assert (batch.metrics["propose/valid"], batch.metrics["propose/guessable"]) == (2, 0)
+    assert [t.reward for t in batch.groups["propose/gfcr/Math-v0/0"]] == [0.5, 0.5]
+    assert batch.metrics["generate/episodes"] == 2 + 2 + 2 * 4
 
 
 def test_a_resumed_trainer_keeps_its_generated_tasks_in_the_pool_and_forgets_what_came_after(make_config):

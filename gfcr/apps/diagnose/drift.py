@@ -3,7 +3,8 @@ provenance store (`out_dir/proposals.db`) and its `propose/` metrics.
 
 Rounds are the propose stage's steps (`ProvenanceRecord.step_proposed`; the metrics' `propose/step`
 ties them to training steps), grouped into at most `WINDOWS` windows of equal length. Each window:
-proposals and their verdicts; the generated tasks in the pool at its end, their share of the
+proposals and their verdicts (`guessable`: solved hardly more often than guessed with the question
+withheld, `ProvenanceRecord.blind_success`); the generated tasks in the pool at its end, their share of the
 family's pool and of the groups trained (`propose/pool_share`, `propose/trained_share`);
 difficulty, as the mean solver success of the tasks added; and verifier agreement, two ways:
 
@@ -15,8 +16,8 @@ difficulty, as the mean solver success of the tasks added; and verifier agreemen
   program, the reference solution against the tests, the gold query), for every family.
 
 Drift is flagged when generated tasks crowd the pool, verified proposals leave the learnability
-band, the added tasks' difficulty moves, claims disagree with execution, or a check is not
-repeatable.
+band or are mostly guessable, the added tasks' difficulty moves, claims disagree with execution, or
+a check is not repeatable.
 
 >>> from gfcr.proposals import ProvenanceRecord
 >>> def proposal(n, verdict, success=None, claimed=None):
@@ -47,12 +48,13 @@ WINDOWS = 10  # rows at most
 VERDICTS = ("valid", *REJECTIONS)
 POOL_SHARE_LIMIT = 0.5  # generated tasks above this share of the family's pool crowd out the seed tasks
 OUT_OF_BAND_LIMIT = 0.5  # verified proposals outside the band above this share: the proposer left it
+GUESSABLE_LIMIT = 0.5  # guessable proposals above this share of the verified: the proposer games the guess
 DIFFICULTY_SHIFT = 0.25  # the added tasks' mean solver success moving this much, first to last window
 CLAIMED_AGREEMENT_FLOOR = 0.8  # claimed answers agreeing less often than this with the executed ones
 # each row's columns, with the terminal table's (short) headers
 COLUMNS = {
     "rounds": "rounds", "train_steps": "steps", "proposed": "n", "valid": "valid", "invalid": "invalid",
-    "duplicate": "dup", "trivial": "trivial", "too_hard": "hard", "in_pool": "active",
+    "duplicate": "dup", "trivial": "trivial", "too_hard": "hard", "guessable": "guess", "in_pool": "active",
     "pool_share": "pool", "trained_share": "trained", "added_success": "success",
     "claimed_agreement": "claimed", "rerun_agreement": "rerun",
 }  # fmt: skip
@@ -137,15 +139,22 @@ def _flags(found: dict[str, Any], records: Sequence[ProvenanceRecord]) -> list[s
             f"(above {POOL_SHARE_LIMIT:.0%}): they crowd out the seed tasks; "
             "lower [propose] max_age or proposals_per_step"
         )
-    solved = [row for row in rows if row["valid"] + row["trivial"] + row["too_hard"]]
+    solved = [row for row in rows if row["valid"] + row["trivial"] + row["too_hard"] + row["guessable"]]
     if solved:
         last = solved[-1]
         out = last["trivial"] + last["too_hard"]
-        if out / (out + last["valid"]) > OUT_OF_BAND_LIMIT:
+        verified = out + last["valid"] + last["guessable"]
+        if out / verified > OUT_OF_BAND_LIMIT:
             flags.append(
-                f"in rounds {last['rounds']}, {out} of {out + last['valid']} verified proposals left the "
+                f"in rounds {last['rounds']}, {out} of {verified} verified proposals left the "
                 f"learnability band ({last['trivial']} trivial, {last['too_hard']} too hard): the proposer "
                 "no longer writes tasks the solver learns from"
+            )
+        if last["guessable"] / verified > GUESSABLE_LIMIT:
+            flags.append(
+                f"in rounds {last['rounds']}, {last['guessable']} of {verified} verified proposals were "
+                "guessable (solved hardly more often than guessed with the question withheld): the "
+                "proposer writes tasks whose answers are guessed, not worked out"
             )
     difficulty = [row["added_success"] for row in rows if row["added_success"] is not None]
     if len(difficulty) > 1 and abs(difficulty[-1] - difficulty[0]) > DIFFICULTY_SHIFT:
@@ -200,9 +209,9 @@ def _summary(found: dict[str, Any]) -> str:
 
 
 def drift_table(found: dict[str, Any]) -> Table:
-    """`proposal_drift`'s rows as a rich table, one row per window (pool, trained: generated tasks'
-    share of the family's pool and of the groups trained; success: of the tasks added; claimed,
-    rerun: verifier agreement)."""
+    """`proposal_drift`'s rows as a rich table, one row per window (guess: guessable proposals;
+    pool, trained: generated tasks' share of the family's pool and of the groups trained; success:
+    of the tasks added; claimed, rerun: verifier agreement)."""
     table = Table(
         title=f"generated tasks (proposals.db) · {found['window']} round(s) a row",
         title_justify="left",
