@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from gfcr.core import Task
 from gfcr.envs.math.env import MathEnv
 from gfcr.envs.math.verifier import check_answer
-from gfcr.envs.proposals.base import Verified
-from gfcr.errors import DataError
+from gfcr.envs.proposals.base import Verified, text_gold
 from gfcr.proposals import Rejected, blind_task, parse_sections
 from gfcr.sandboxes import Limits, shared_sandbox
 
@@ -77,9 +76,7 @@ class MathProposals:
         >>> MATH.gold_from("42")
         '42'
         """
-        if not isinstance(data, str):
-            raise DataError(f"a math task's gold is its answer as a string, got {data!r}")
-        return data
+        return text_gold(data, "a math task's answer")
 
 
 MATH = MathProposals()

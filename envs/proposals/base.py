@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gfcr.core import Task
+from gfcr.errors import DataError
 
 
 @dataclass(frozen=True)
@@ -43,3 +44,19 @@ class ProposalFamily(Protocol):
     def withheld(self, task: Task) -> Task: ...
 
     def gold_from(self, data: Any) -> Any: ...
+
+
+def text_gold(data: Any, what: str) -> str:
+    """A gold that is one string (a math answer, a SQL query) from its JSON form; `what` names it
+    in the error.
+
+    >>> text_gold("42", "a math task's answer")
+    '42'
+    >>> text_gold(42, "a math task's answer")
+    Traceback (most recent call last):
+    ...
+    gfcr.errors.DataError: a task's gold must be a math task's answer, a string; got 42
+    """
+    if not isinstance(data, str):
+        raise DataError(f"a task's gold must be {what}, a string; got {data!r}")
+    return data

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gfcr.core import Task
-from gfcr.envs.proposals.base import Verified
+from gfcr.envs.proposals.base import Verified, text_gold
 from gfcr.envs.sql.env import SQLEnv
-from gfcr.errors import DataError, GfcrError
+from gfcr.errors import GfcrError
 from gfcr.proposals import Rejected, blind_task, parse_sections
 
 FORMAT = """Write it in tagged sections:
@@ -57,9 +57,7 @@ class SQLProposals:
         >>> SQL.gold_from("SELECT 1")
         'SELECT 1'
         """
-        if not isinstance(data, str):
-            raise DataError(f"a SQL task's gold is its query as a string, got {data!r}")
-        return data
+        return text_gold(data, "a SQL task's query")
 
 
 SQL = SQLProposals()
