@@ -83,7 +83,8 @@ def test_proposals_are_verified_solved_rewarded_added_trained_on_and_retired(tmp
     proposer_group = batch.groups["propose/gfcr/Math-v0/0"]
     assert sorted(t.reward for t in proposer_group) == [0.0, 0.0, 0.0, 0.5]  # 1 − success 0.5, else 0
     (generated,) = [t for t in pipeline.task_ids if t.startswith("gen/")]
-    assert [t.total_reward for t in batch.groups[generated]] == [1.0, 0.0, 1.0, 0.0]  # graded from its gold
+    # graded from its gold: half the attempts work it out (which ones follows the runner's dispatch order)
+    assert sorted(t.total_reward for t in batch.groups[generated]) == [0.0, 0.0, 1.0, 1.0]
     assert metrics["propose/solver_success"] == 0.75  # the learnable task's 0.5, the trivial one's 1.0
     assert metrics["propose/pool_share"] == 1 / 5
     assert metrics["propose/trained_share"] == 2 / 4  # 2 solver groups of 4: + the chosen and proposer ones
@@ -104,7 +105,7 @@ def test_proposals_are_verified_solved_rewarded_added_trained_on_and_retired(tmp
     assert len(kept.parent_ids) == 2 and all(p in pipeline.templates for p in kept.parent_ids)
 
     later = pipeline.step(candidates=[generated])  # the choose stage picks the generated task
-    assert [t.total_reward for t in later.groups[generated]] == [1.0, 0.0]
+    assert sorted(t.total_reward for t in later.groups[generated]) == [0.0, 1.0]
     assert later.metrics["propose/retired"] == 1 and generated not in pipeline.task_ids  # max_age 1
     assert {r.id: r.step_retired for r in store.records()}[generated] == 1
 
