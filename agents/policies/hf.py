@@ -63,7 +63,8 @@ class _Row:
 
 class HFPolicy(ChatTokens):
     """A causal LM (or a vision-language model) from a local directory (or hub id already in the
-    local cache).
+    local cache). A LoRA adapter's directory (a `gfcr train` checkpoint of a LoRA run) loads as its
+    base model with the adapter merged in (`merged_adapter`).
 
     >>> import tempfile
     >>> from gfcr.agents.policies.tiny_model import write_tiny_model
@@ -108,7 +109,11 @@ class HFPolicy(ChatTokens):
                 self.model = AutoModelForImageTextToText.from_pretrained(str(path), dtype="auto")
             else:
                 self.tokenizer = AutoTokenizer.from_pretrained(str(path), padding_side="left")
-                self.model = AutoModelForCausalLM.from_pretrained(str(path), dtype="auto")
+                self.model = (
+                    merged_adapter(Path(path))
+                    if (Path(path) / "adapter_config.json").exists()
+                    else AutoModelForCausalLM.from_pretrained(str(path), dtype="auto")
+                )
         except (OSError, ValueError) as e:
             raise PolicyError(
                 f"cannot load a model from {str(path)!r}: {e}; give a directory with config.json, weights "
@@ -528,6 +533,17 @@ class _StopForPush:
 
         self.fired = self.fired or (self.pending is not None and self.pending.is_set())
         return torch.full((input_ids.shape[0],), self.fired, dtype=torch.bool, device=input_ids.device)
+
+
+def merged_adapter(path: Path) -> Any:
+    """The causal LM of a LoRA adapter's directory: its base model with the adapter merged into the
+    weights. It generates at the base model's speed, and a trainer given the directory as
+    `[model] path` (RL after a LoRA SFT run) starts from the warm start and trains adapters of its
+    own on top, where loading the adapter unmerged would put the new adapters in its place."""
+    with needs_extra("a LoRA checkpoint (peft)"):
+        from peft import AutoPeftModelForCausalLM
+
+    return AutoPeftModelForCausalLM.from_pretrained(str(path), dtype="auto").merge_and_unload()
 
 
 def _check_model_path(path: str) -> None:

@@ -43,3 +43,23 @@ def test_saved_adapter_names_its_base_model_by_absolute_path(make_config, tiny_m
     checkpoint = Trainer(config).save()
     adapter = json.loads((checkpoint / "model" / "adapter_config.json").read_text())
     assert adapter["base_model_name_or_path"] == str(tiny_model.resolve())
+
+
+def test_rl_after_a_lora_sft_run_starts_from_its_checkpoint_with_fresh_adapters(make_config):
+    """Regression: a LoRA checkpoint given as `[model] path` loaded its adapter unmerged, and the RL
+    run's own adapters took its place (zeros): the SFT warm start was silently lost."""
+    lora = {"lora_rank": 4, "lora_targets": ["q_proj", "v_proj"]}
+    sft = Trainer(make_config(model=lora))
+    with torch.no_grad():  # an adapter that changes the model, as an SFT run leaves it
+        for name, p in sft.model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0.0, 0.5)
+    checkpoint = sft.save() / "model"
+    ids = torch.tensor([[1, 5, 9, 14, 3]])
+    with torch.no_grad():
+        warm = sft.model(ids).logits
+        rl = Trainer(make_config(model={**lora, "path": str(checkpoint)}))
+        assert torch.allclose(rl.model(ids).logits, warm, atol=1e-4)  # the warm start, merged
+    trainable = {n: p for n, p in rl.model.named_parameters() if p.requires_grad}
+    assert trainable and all("lora_" in n for n in trainable)
+    assert all(not p.any() for n, p in trainable.items() if "lora_B" in n)  # its own, fresh
