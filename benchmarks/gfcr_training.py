@@ -36,12 +36,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from gfcr.trainers.config import PIPELINE_SECTIONS, read_toml
 from gfcr.trainers.logging import read_metrics
 
 VARIANTS: dict[str, list[str]] = {  # `gfcr train --set` overrides on top of the config
@@ -73,6 +77,28 @@ VARIANTS: dict[str, list[str]] = {  # `gfcr train --set` overrides on top of the
     "async staleness 2": ["async.max_staleness=2"],
 }
 T_975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}  # Student's t
+
+
+def method_overrides(recipe: str) -> list[str]:
+    """A recipe's method as `gfcr train --set` overrides: its [loss] and pipeline sections (what the
+    recipes of examples/methods/ differ in), to run that method on another task's config.
+
+    >>> method_overrides("examples/methods/sec.toml")
+    ['loss.name="grpo"', 'control.selector="sec"', 'control.sec_temperature=1.0', 'control.sec_step_size=0.5']
+    """
+    data = read_toml(recipe)
+
+    def leaves(prefix: str, value: Any) -> list[str]:
+        if isinstance(value, dict):
+            return [o for key, inner in value.items() for o in leaves(f"{prefix}.{key}", inner)]
+        return [f"{prefix}={json.dumps(value)}"]  # JSON's scalars and arrays read back as TOML
+
+    return [
+        o
+        for section in ("loss", *PIPELINE_SECTIONS)
+        if section in data
+        for o in leaves(section, data[section])
+    ]
 
 
 def finished(out: Path) -> bool:
@@ -212,6 +238,52 @@ def interval(values: list[float]) -> dict[str, float | int] | None:
     return {"mean": mean, "ci95": half, "n": len(values)}
 
 
+def curve(metrics: list[dict[str, Any]], grid: list[float]) -> list[float]:
+    """A run's held-out reward at each number of RL samples in `grid`, interpolated linearly between
+    its evaluations (a method's steps can differ in samples: dynamic sampling refills)."""
+    samples = {m["step"]: m["rollout/samples_total"] for m in metrics if "rollout/samples_total" in m}
+    points = [(samples.get(m["step"], 0), m["eval/reward_mean"]) for m in metrics if "eval/reward_mean" in m]
+    xs, ys = zip(*sorted(points), strict=True)
+    return [float(y) for y in np.interp(grid, xs, ys)]
+
+
+def plot(metrics: dict[str, dict[int, list[dict[str, Any]]]], budget: int, title: str, out: str) -> None:
+    """One figure: each variant's held-out reward against RL samples, mean over seeds with its 95%
+    t-band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    grid = list(np.linspace(0, budget, 33))
+    fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=120)
+    for variant, runs in metrics.items():
+        curves = np.array([curve(m, grid) for m in runs.values()])
+        mean = curves.mean(axis=0)
+        half = (
+            T_975.get(len(curves) - 1, 1.96) * curves.std(axis=0, ddof=1) / len(curves) ** 0.5
+            if len(curves) > 1
+            else np.zeros_like(mean)
+        )
+        (line,) = ax.plot(grid, mean, lw=1.6, label=f"{variant} ({len(curves)} seeds)")
+        ax.fill_between(grid, mean - half, mean + half, color=line.get_color(), alpha=0.15, lw=0)
+    ax.set(xlabel="RL samples (episodes generated)", ylabel="held-out reward", xlim=(0, budget))
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, ncol=2, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(out)
+
+
+def keep(metrics_dirs: dict[str, dict[int, Path]], into: Path) -> None:
+    """Copy each finished run's metrics.jsonl to into/VARIANT/seedK/ (the raw record under docs/)."""
+    for variant, outs in metrics_dirs.items():
+        for seed, out in outs.items():
+            if finished(out):
+                kept = into / variant.replace(" ", "-") / f"seed{seed}"
+                kept.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(out / "metrics.jsonl", kept / "metrics.jsonl")
+
+
 def show(value: dict[str, float | int] | None, digits: int = 2) -> str:
     return "—" if value is None else f"{value['mean']:.{digits}f} ± {value['ci95']:.{digits}f}"
 
@@ -221,6 +293,11 @@ def main() -> None:
     parser.add_argument("--config", default="examples/tooluse_tiny_cpu.toml")
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--recipes", nargs="*", default=[], help="examples/methods/NAME.toml, each a variant")
+    parser.add_argument(
+        "--task",
+        help="with --recipes: run each recipe's method ([loss] and pipeline sections) on this config "
+        "(a task's model, env and sizes, no method) instead of the recipes' shared math task",
+    )
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--budget", type=int, default=4096, help="RL episodes per run")
     parser.add_argument("--threshold", type=float, default=0.5, help="held-out eval reward to reach")
@@ -230,22 +307,28 @@ def main() -> None:
     )
     parser.add_argument("--baseline", default="grpo", help="the variant paired differences are against")
     parser.add_argument("--json", help="write the summary here")
+    parser.add_argument("--figure", help="draw held-out reward against samples, with bands, here")
+    parser.add_argument("--keep", help="copy each finished run's metrics.jsonl under this folder")
     parser.add_argument(
         "--finished-only", action="store_true", help="run nothing: summarise the runs that are finished"
     )
     args = parser.parse_args()
+    recipes = {name: f"examples/methods/{name}.toml" for name in args.recipes}
     variants = (  # name -> (config, overrides)
-        {name: (f"examples/methods/{name}.toml", []) for name in args.recipes}
-        if args.recipes
+        {name: (args.task, method_overrides(path)) for name, path in recipes.items()}
+        if args.task
+        else {name: (path, []) for name, path in recipes.items()}
+        if recipes
         else {name: (args.config, VARIANTS[name]) for name in args.variants}
     )
-    summary, finals, metrics = {}, {}, {}
+    summary, finals, metrics, run_dirs = {}, {}, {}, {}
     for variant, (config, overrides) in variants.items():
         outs = {
             seed: Path(args.runs) / variant.replace(" ", "-") / f"seed{seed}" for seed in range(args.seeds)
         }
         if args.finished_only:
             outs = {seed: out for seed, out in outs.items() if finished(out)}
+        run_dirs[variant] = outs
         runs = {seed: run(config, overrides, seed, args.budget, out, args.base) for seed, out in outs.items()}
         if runs:
             summary[variant] = summarise(list(runs.values()), args.threshold)
@@ -261,6 +344,7 @@ def main() -> None:
         within = [eval_within(m, tokens) for m in runs.values()]
         summary[variant]["eval_at_equal_tokens"] = interval([w for w in within if w is not None])
     what = "recipes " + ", ".join(args.recipes) if args.recipes else args.config
+    what += f" on {args.task}" if args.task else ""
     print(
         f"\n{what}: {args.budget} RL episodes per run, up to {args.seeds} seeds, threshold {args.threshold}"
     )
@@ -293,6 +377,10 @@ def main() -> None:
         print("| " + " | ".join(cells) + " |")
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), "summary": summary}, indent=2))
+    if args.figure:
+        plot(metrics, args.budget, f"{what}: {args.budget} RL episodes per run", args.figure)
+    if args.keep:
+        keep(run_dirs, Path(args.keep))
 
 
 if __name__ == "__main__":

@@ -407,27 +407,11 @@ class Trainer:
         return {"eval/reward_mean": result.mean_reward, "eval/solved": solved}
 
     def held_out_episodes(self) -> list[EpisodeSpec]:
-        """The evaluation's episodes: tasks after the training pool in its seeded order; with
-        `[log] eval_env_kwargs`, tasks of the env made with those keywords (over `[env] kwargs`),
-        the training pool's tasks left out (e.g. task kinds never trained on)."""
-        config = self.config
-        if config.log.eval_env_kwargs:
-            trained = {str(spec.task_id) for spec in self._pool_episodes(config.env.num_tasks)}
-            kwargs = config.env.kwargs | config.log.eval_env_kwargs
-            return episodes_for_env(
-                config.env.id, config.log.eval_episodes, kwargs=kwargs, seed=config.seed, exclude=trained
-            )
-        return episodes_for_env(
-            config.env.id, config.log.eval_episodes, kwargs=config.env.kwargs, seed=config.seed,
-            skip=config.env.num_tasks,
-        )  # fmt: skip
+        """The evaluation's episodes (`held_out_episodes`)."""
+        return held_out_episodes(self.config)
 
     def _pool_episodes(self, num_episodes: int) -> list[EpisodeSpec]:
-        """Episodes over the training pool: the first `[env] num_tasks` tasks of the seeded order."""
-        config = self.config
-        return episodes_for_env(
-            config.env.id, num_episodes, kwargs=config.env.kwargs, seed=config.seed, pool=config.env.num_tasks
-        )
+        return pool_episodes(self.config, num_episodes)
 
     # -- settings --------------------------------------------------------------------------------
 
@@ -564,6 +548,30 @@ def sft_data_source(config: TrainConfig) -> dict[str, Any]:
         "rollout": to_dict(config.rollout.runner),
     }
     return json.loads(json.dumps(source, default=str))  # as it reads back from the file
+
+
+def pool_episodes(config: TrainConfig, num_episodes: int) -> list[EpisodeSpec]:
+    """Episodes over the training pool: the first `[env] num_tasks` tasks of the seeded order."""
+    return episodes_for_env(
+        config.env.id, num_episodes, kwargs=config.env.kwargs, seed=config.seed, pool=config.env.num_tasks
+    )
+
+
+def held_out_episodes(config: TrainConfig) -> list[EpisodeSpec]:
+    """The evaluation's episodes: tasks after the training pool in its seeded order; with
+    `[log] eval_env_kwargs`, tasks of the env made with those keywords (over `[env] kwargs`),
+    the training pool's tasks left out (e.g. task kinds never trained on). Another trainer given
+    the same config (benchmarks/trl_learning.py) is evaluated on the very same episodes."""
+    if config.log.eval_env_kwargs:
+        trained = {str(spec.task_id) for spec in pool_episodes(config, config.env.num_tasks)}
+        kwargs = config.env.kwargs | config.log.eval_env_kwargs
+        return episodes_for_env(
+            config.env.id, config.log.eval_episodes, kwargs=kwargs, seed=config.seed, exclude=trained
+        )
+    return episodes_for_env(
+        config.env.id, config.log.eval_episodes, kwargs=config.env.kwargs, seed=config.seed,
+        skip=config.env.num_tasks,
+    )  # fmt: skip
 
 
 def staleness_metrics(samples: Sequence[Sample], version: int) -> dict[str, float]:

@@ -1,0 +1,211 @@
+"""TRL's `GRPOTrainer` learning a gfcr recipe's task, with and without gfcr's `rollout_func`.
+
+The peer comparison of issue 37: the same model, task, prompts, held-out episodes and sample budget
+as `gfcr train RECIPE` (a recipe of examples/methods/, e.g. grpo or dapo), trained by TRL's
+`GRPOTrainer` two ways:
+
+- "trl": TRL generates (`model.generate` inside `GRPOTrainer`) and a reward function asks the env
+  for its verdict on each completion's text (single-turn, as TRL's generation is);
+- "trl + gfcr rollout_func": gfcr's Runner plays the episodes and the recipe's pipeline stages run
+  inside TRL (`gfcr.integrations.trl.rollout_func(env, config=RECIPE)`: DAPO's dynamic sampling and
+  overlong shaping, for instance).
+
+The recipe's settings map onto TRL's: `prompts_per_step` x `group_size` samples per step
+(`num_generations` = `group_size`), `max_tokens`, temperature, learning rate (constant), gradient
+clipping, LoRA rank and alpha on the same projections, the loss (`loss_type` "grpo" or "dapo", the
+clip range, `beta`). TRL has no dynamic sampling: on its own generation the DAPO recipe is its
+loss, clip-higher and TRL's soft overlong punishment. Each run stops after `--budget` samples
+(`budget / (prompts_per_step x group_size)` optimizer steps), then its policy is evaluated on the
+recipe's held-out episodes (`gfcr.trainers.trainer.held_out_episodes`: the very episodes
+`gfcr train` evaluates on) with gfcr's Runner. Reported per mode, over seeds (mean ± 95% t-interval):
+held-out reward at the end and wall seconds of training.
+
+    .venv/bin/python benchmarks/trl_learning.py --recipes grpo dapo --seeds 3 --budget 512 \\
+        --runs runs/trl-learning --json docs/bench_trl_learning.json
+
+A finished run (its `result.json`) is read, not re-run. `gfcr train`'s side of the comparison is
+`benchmarks/gfcr_training.py --recipes grpo dapo` with the same seeds and budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+import gymnasium as gym  # noqa: E402
+import torch  # noqa: E402
+from transformers import TrainerCallback  # noqa: E402
+
+from gfcr.agents import Runner  # noqa: E402
+from gfcr.agents.policies.hf import HFPolicy  # noqa: E402
+from gfcr.integrations import trl as gfcr_trl  # noqa: E402
+from gfcr.trainers.config import TrainConfig  # noqa: E402
+from gfcr.trainers.trainer import episode_token_budget, held_out_episodes  # noqa: E402
+
+MODES = ("trl", "trl + gfcr rollout_func")
+T_975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}  # Student's t
+
+
+def env_verdict(env_id: str, kwargs: dict[str, Any]):  # -> a TRL reward function
+    """A TRL reward function: the env's verdict on each completion's text, one turn per episode."""
+    env = gym.make(env_id, **kwargs)
+
+    def reward(completions: list[Any], task_id: list[str], **_: Any) -> list[float]:
+        rewards = []
+        for completion, task in zip(completions, task_id, strict=True):
+            env.reset(options={"task_id": task})
+            text = completion[-1]["content"] if isinstance(completion, list) else completion
+            rewards.append(float(env.step(text)[1]))
+        return rewards
+
+    reward.__name__ = "env_verdict"
+    return reward
+
+
+class SampleBudget(TrainerCallback):
+    """Stops TRL once the run has generated `budget` episodes: a step of gfcr's pipeline can generate
+    more than TRL's batch (dynamic sampling refills dropped groups), and they count, as in
+    `gfcr train`'s `sample_budget`."""
+
+    def __init__(self, budget: int, per_step: int, rollout: Any = None) -> None:
+        self.budget, self.per_step, self.rollout, self.generated = budget, per_step, rollout, 0
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        batch = getattr(self.rollout, "last_batch", None)
+        self.generated += len(batch.generated) if batch is not None else self.per_step
+        control.should_training_stop = self.generated >= self.budget
+
+
+def train_one(recipe: str, mode: str, seed: int, budget: int, out: Path) -> dict[str, Any]:
+    """One TRL run of `recipe` in `mode`, then its held-out evaluation; what it measured."""
+    from peft import LoraConfig
+    from transformers import AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+    from trl.rewards import get_soft_overlong_punishment
+
+    config = TrainConfig.from_toml(recipe)
+    config = TrainConfig.from_dict(config.to_dict() | {"seed": seed})
+    rollout, loss, optim, model = config.rollout, config.loss, config.optim, config.model
+    sampling = rollout.runner.sampling
+    if loss.name not in ("grpo", "dapo"):
+        raise SystemExit(f"{recipe}: [loss] name = {loss.name!r} has no TRL loss_type here (grpo, dapo)")
+    torch.set_num_threads(config.threads or torch.get_num_threads())
+    batch = rollout.prompts_per_step * rollout.group_size
+    trl_config = GRPOConfig(
+        output_dir=str(out / "trl"),
+        per_device_train_batch_size=batch,
+        num_generations=rollout.group_size,
+        max_completion_length=sampling.max_tokens,
+        temperature=sampling.temperature,
+        max_steps=-(-budget // batch),  # at most; SampleBudget stops a step that reaches the budget
+        learning_rate=optim.lr,
+        lr_scheduler_type="constant",
+        max_grad_norm=optim.max_grad_norm,
+        loss_type=loss.name,
+        beta=loss.beta,
+        epsilon=loss.epsilon_low,
+        epsilon_high=loss.epsilon_high,
+        gradient_checkpointing=False,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=not torch.cuda.is_available(),
+        seed=seed,
+        disable_tqdm=True,
+    )
+    env, kwargs = config.env.id, config.env.kwargs
+    if mode == "trl":
+        extra: dict[str, Any] = {"reward_funcs": [env_verdict(env, kwargs)]}
+        penalty = config.pipeline.overlong_penalty
+        if penalty.enabled:  # the lengths gfcr train's [overlong_penalty] takes
+            lengths = penalty.lengths(episode_token_budget(config))
+            extra["reward_funcs"].append(get_soft_overlong_punishment(*lengths))
+        budget_callback = SampleBudget(budget, batch)
+    else:
+        rollout_func = gfcr_trl.rollout_func(env, config=recipe, **kwargs)
+        extra = {"reward_funcs": gfcr_trl.env_reward, "rollout_func": rollout_func}
+        budget_callback = SampleBudget(budget, batch, rollout_func)
+    lora = LoraConfig(
+        r=model.lora_rank,
+        lora_alpha=model.lora_alpha,
+        target_modules=list(model.lora_targets),
+        lora_dropout=0.0,
+        task_type="CAUSAL_LM",
+    )
+    tokenizer = AutoTokenizer.from_pretrained(model.path)
+    trainer = GRPOTrainer(
+        model=model.path,
+        processing_class=tokenizer,
+        args=trl_config,
+        train_dataset=gfcr_trl.dataset(env, n=config.env.num_tasks, seed=seed, **kwargs),  # the pool
+        peft_config=lora,
+        callbacks=[budget_callback],
+        **extra,
+    )
+    start = time.perf_counter()
+    trainer.train()
+    seconds = time.perf_counter() - start
+    trainer.model.eval()
+    policy = HFPolicy.from_model(trainer.model, tokenizer)
+    with torch.no_grad():
+        result = Runner(policy, config.rollout.runner).run(held_out_episodes(config))
+    rewards = [log["reward"] for log in trainer.state.log_history if "reward" in log]
+    return {
+        "held_out": result.mean_reward,
+        "seconds": seconds,
+        "samples": budget_callback.generated,
+        "steps": len(rewards),
+        "rewards": rewards,
+    }
+
+
+def interval(values: list[float]) -> str:
+    """Mean ± 95% t-interval half-width."""
+    mean = statistics.mean(values)
+    if len(values) < 2:
+        return f"{mean:.2f}"
+    half = T_975.get(len(values) - 1, 1.96) * statistics.stdev(values) / len(values) ** 0.5
+    return f"{mean:.2f} ± {half:.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--recipes", nargs="+", default=["grpo", "dapo"], help="examples/methods/NAME.toml")
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--budget", type=int, default=512, help="RL samples per run")
+    parser.add_argument("--runs", default="runs/trl-learning")
+    parser.add_argument("--json", help="write every run's result here")
+    args = parser.parse_args()
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for seed in range(args.seeds):  # seed 0 of every arm first: a stopped benchmark leaves pairs
+        for recipe in args.recipes:
+            for mode in args.modes:
+                out = Path(args.runs) / recipe / mode.replace(" ", "-").replace("+", "plus") / f"seed{seed}"
+                done = out / "result.json"
+                if not done.exists():
+                    print(f"{out}: training", flush=True)
+                    out.mkdir(parents=True, exist_ok=True)
+                    result = train_one(f"examples/methods/{recipe}.toml", mode, seed, args.budget, out)
+                    done.write_text(json.dumps(result, indent=2))
+                results.setdefault(recipe, {}).setdefault(mode, []).append(json.loads(done.read_text()))
+    print(f"\nTRL GRPOTrainer, {args.budget} samples per run, up to {args.seeds} seeds:")
+    print("| recipe | generation | seeds | final held-out | training wall s |\n|---|---|---|---|---|")
+    for recipe, modes in results.items():
+        for mode, runs in modes.items():
+            held_out = interval([r["held_out"] for r in runs])
+            seconds = interval([r["seconds"] for r in runs])
+            print(f"| {recipe} | {mode} | {len(runs)} | {held_out} | {seconds} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"args": vars(args), "results": results}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
