@@ -14,8 +14,8 @@ throws away). Per variant, over seeds (mean ± 95% t-interval):
   thriftiest run spent (a method that samples longer answers or wider trees spends more per sample);
 - what each method does to the rollouts, its mechanism, as means over steps: the zero-variance
   share (DAPO, GRESO), episodes generated per trained group (dynamic sampling, VCRL, VADE), policy
-  tokens per trained sample (trees), response length (ShorterBetter), and the importance ratio of
-  replayed samples (RePO, AR3PO).
+  tokens per trained sample (trees), response length (ShorterBetter), the importance ratio of
+  replayed samples (RePO, AR3PO) and the pool's prompts GRESO's filter skipped per step.
 
 `--recipes NAME ...` compares recipes instead: each `examples/methods/NAME.toml` is a variant of
 its own (the recipes share their model, task and sizes), e.g.
@@ -167,6 +167,7 @@ MECHANISMS = {  # column -> (numerator, denominator or None): means over a run's
     "tokens per trained sample": ("generate/tokens", "credit/samples"),
     "response tokens": ("rollout/completion_tokens_mean", None),
     "replay ratio": ("replay/ratio_mean", None),
+    "prompts skipped (GRESO)": ("choose/greso/skipped", None),
 }
 
 

@@ -75,7 +75,9 @@ class GresoSelector:
     p^z, where p is `p_easy` after all-correct groups and `p_hard` after all-wrong ones. Each
     call adapts each p by `step` toward keeping the share of all-correct (and of all-wrong)
     groups among the prompts it chose last time at half of `target_zero_share`. Prompts skipped
-    this way fill the batch only when too few remain.
+    this way fill the batch only when too few remain. `metrics()` says what the last call did:
+    how many prompts it skipped (rollouts saved on groups predicted to have no reward spread) and
+    the tuned probabilities.
 
     >>> h = PromptHistory()
     >>> for _ in range(5):
@@ -91,6 +93,7 @@ class GresoSelector:
     step: float = 0.01
     p_min: float = 0.05
     _last: list[str] = field(default_factory=list, repr=False)
+    _skipped: int = field(default=0, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("p_easy", "p_hard", "target_zero_share", "p_min"):
@@ -105,8 +108,24 @@ class GresoSelector:
         kept = rng.random(len(task_ids)) < keep_p
         # kept prompts first (in random order), then the skipped ones by keep probability
         chosen = _top(task_ids, np.where(kept, 2.0, keep_p), num, rng)
-        self._last = chosen
+        self._last, self._skipped = chosen, int((~kept).sum())
         return chosen
+
+    def metrics(self) -> dict[str, float]:
+        """The last call's skipped prompts and the keep probabilities it used.
+
+        >>> h = PromptHistory()
+        >>> h.update("solved", [1.0] * 4)
+        >>> selector = GresoSelector(p_easy=0.0, p_min=0.0)
+        >>> _ = selector.select(["solved", "open"], 1, h, np.random.default_rng(0))
+        >>> selector.metrics()["choose/greso/skipped"]
+        1.0
+        """
+        return {
+            "choose/greso/skipped": float(self._skipped),
+            "choose/greso/p_easy": self.p_easy,
+            "choose/greso/p_hard": self.p_hard,
+        }
 
     def state_dict(self) -> dict[str, Any]:
         """The adapted keep probabilities and the last choice (GRESO's auto-tuning state)."""

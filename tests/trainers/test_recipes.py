@@ -96,6 +96,7 @@ def test_the_recipe_runs_one_step_and_its_method_acts(path, tiny_model, parity_e
             assert (recipe.loss.epsilon_low, recipe.loss.epsilon_high) == (0.2, 0.28)
         case "greso":
             assert isinstance(selector, GresoSelector) and m["rollout/zero_variance_share"] == 0.0
+            assert m["choose/greso/skipped"] >= 0 and m["choose/greso/p_hard"] == selector.p_hard
         case "vcrl":
             assert isinstance(selector, VarianceSelector)
         case "vade":
