@@ -18,10 +18,18 @@ throws away). Per variant, over seeds (mean ± 95% t-interval):
   replayed samples (RePO, AR3PO) and the pool's prompts GRESO's filter skipped per step.
 
 `--recipes NAME ...` compares recipes instead: each `examples/methods/NAME.toml` is a variant of
-its own (the recipes share their model, task and sizes), e.g.
+its own (the recipes share their model, task and sizes); with `--task CONFIG`, each recipe's method
+(its [loss] and pipeline sections) runs on that config's model, task and sizes instead, e.g.
 
     python benchmarks/gfcr_training.py --recipes grpo dapo greso --seeds 5 --budget 512 \
-        --threshold 0.2 --runs runs/methods --json docs/bench_methods.json
+        --threshold 0.2 --set threads=1 --runs runs/methods-math-512 --keep docs/bench_methods/math \
+        --figure docs/bench_methods_math.png --json docs/bench_methods_math.json
+    python benchmarks/gfcr_training.py --recipes grpo dapo --task \
+        benchmarks/configs/tooluse_smollm2_from_sft.toml --seeds 5 --budget 256 --threshold 0.6 \
+        --runs runs/methods-tooluse-256 --keep docs/bench_methods/tooluse
+
+Two runs at a time on 2 cores: one torch thread each (`--set threads=1`); two threads each
+oversubscribe the cores and made every step 1.5-3x slower.
 
     python benchmarks/gfcr_training.py --config examples/math_smollm2_cpu.toml --seeds 3 \\
         --budget 512 --threshold 0.2 --set log.eval_every=2 --set env.num_tasks=32 \\

@@ -9,7 +9,9 @@ its samples (a budget, or `group_size`), and a sampler draws them — at once, o
 early stopping (`gfcr.control.EarlyStopping`), which ends a prompt once its group is decided; the
 groups early stopping dropped are refilled by the next round like any other dropped group.
 Rewards are `Trajectory.reward`: the judge stage's (what the optimizer sees), so a label-free run
-decides on its votes, never on the gold answer; the env's own reward where no judge stage ran.
+decides on its votes, never on the gold answer; the env's own reward where no judge stage ran. A
+group's spread is that of its outcomes (`outcome_reward`: DAPO's overlong penalty left out, as
+DAPO filters on accuracy), so length alone never makes a group informative.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from gfcr.control.selection import LearningSelector, PromptSelector, UniformSele
 from gfcr.core import Trajectory
 from gfcr.errors import ConfigError
 from gfcr.filter.semantic import normalised_entropy
-from gfcr.filter.signals import response_length
+from gfcr.filter.signals import outcome_reward, response_length
 from gfcr.generate.groups import group_by_task
 
 SamplePlan = Mapping[str, int]  # task id -> samples to draw
@@ -166,4 +168,4 @@ class DynamicSampling:
         return batch
 
     def _keeps(self, group: Sequence[Trajectory]) -> bool:
-        return not self.filter_groups or is_informative([t.reward for t in group])
+        return not self.filter_groups or is_informative([outcome_reward(t) for t in group])

@@ -13,7 +13,8 @@
   the PRM (`PolicyPRM`) or a family's rule (`ProgressScorer`); `ProcessJudge` writes them into the
   steps' signals and `ProcessCredit` makes them per-token advantages; `ProcessScoreHook` writes
   them during a rollout through the runner's Filter hook.
-- Training signals: `group_advantages` (GRPO, Dr. GRPO, RLOO) and `overlong_penalty` (DAPO).
+- Training signals: `group_advantages` (GRPO, Dr. GRPO, RLOO), `overlong_penalty` (DAPO) and
+  `outcome_reward` (a reward without that penalty: what dynamic sampling filters on).
 
 >>> from gfcr.filter import group_advantages
 >>> group_advantages([1.0, 0.0, 0.0, 1.0], "dr_grpo").tolist()
@@ -38,7 +39,7 @@ from gfcr.filter.judge import LLMJudge
 from gfcr.filter.process import PolicyPRM, ProcessScoreHook, ProcessScorer, ProgressScorer
 from gfcr.filter.process_credit import ProcessConfig, ProcessCredit, ProcessJudge
 from gfcr.filter.rubric import Criterion, Rubric
-from gfcr.filter.signals import ADVANTAGE_ESTIMATORS, group_advantages, overlong_penalty
+from gfcr.filter.signals import ADVANTAGE_ESTIMATORS, group_advantages, outcome_reward, overlong_penalty
 from gfcr.filter.verifier import SignalVerifier
 
 __all__ = [
@@ -69,5 +70,6 @@ __all__ = [
     "Verifier",
     "Weighted",
     "group_advantages",
+    "outcome_reward",
     "overlong_penalty",
 ]

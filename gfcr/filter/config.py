@@ -33,6 +33,7 @@ from gfcr.filter.compose import (
 from gfcr.filter.judge_config import LLMJudgeConfig
 from gfcr.filter.process_credit import ProcessConfig
 from gfcr.filter.semantic import vote_clusters
+from gfcr.filter.signals import OVERLONG_TERM
 
 LENGTH_KINDS = ("none", "shorter_better", "kimi")
 
@@ -147,5 +148,5 @@ class JudgeConfig:
         if self.judged_by_llm:  # built here, not in weighted(): it loads (or connects to) the model
             terms.append(Weighted("llm", self.llm.build(), self.llm.weight))
         if overlong is not None:
-            terms.append(Weighted("overlong_penalty", overlong))
+            terms.append(Weighted(OVERLONG_TERM, overlong))
         return JudgeStage(tuple([*terms, *extra]), self.gates, self.gate, self.gate_reward)

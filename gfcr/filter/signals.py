@@ -1,4 +1,5 @@
-"""Training signals from rewards: group-normalised advantages and DAPO's soft overlong penalty.
+"""Training signals from rewards: group-normalised advantages, DAPO's soft overlong penalty and the
+outcome it leaves alone.
 
 Everything here is plain arithmetic on numbers; no optimizer is involved (the trainer decides
 how to use the advantages).
@@ -67,6 +68,24 @@ def overlong_penalty(length: int, max_length: int, cache_length: int) -> float:
     if length <= max_length:
         return (free - length) / cache_length
     return -1.0
+
+
+OVERLONG_TERM = "overlong_penalty"  # the judge stage's name for DAPO's penalty in `reward_terms`
+
+
+def outcome_reward(trajectory: Trajectory) -> float:
+    """The episode's reward without DAPO's overlong penalty: its outcome, which dynamic sampling
+    judges a group's spread by (DAPO, eq. 11: neither every answer right nor every one wrong). The
+    penalty is length shaping: lengths differ in nearly every group, so counting it would keep
+    all-wrong groups as informative and train length alone.
+
+    >>> from gfcr.core import Step
+    >>> t = Trajectory("e", "t", "?", [Step("x", "", 0.0, True, False)])
+    >>> t.reward_terms = {"verifier": 0.0, OVERLONG_TERM: -0.5}
+    >>> t.reward, outcome_reward(t)
+    (-0.5, 0.0)
+    """
+    return trajectory.reward - trajectory.reward_terms.get(OVERLONG_TERM, 0.0)
 
 
 def response_length(trajectory: Trajectory) -> int:

@@ -29,7 +29,7 @@ from gfcr.control import (
     is_informative,
     p_informative,
 )
-from gfcr.core import Action, Task
+from gfcr.core import Action, Step, Task, Trajectory
 from gfcr.core.config import from_dict
 from gfcr.core.policy import Completion, SamplingParams
 from gfcr.envs.base import Outcome, TextEnv
@@ -110,6 +110,28 @@ def test_greso_adapts_its_skip_probabilities_toward_the_target():
         for task_id in chosen:
             history.update(task_id, [t.total_reward for t in env.run({task_id: 8})])
     assert selector.p_hard < 0.5  # it kept meeting all-wrong groups, so it skips them more
+
+
+def test_dynamic_sampling_judges_a_groups_spread_by_its_outcomes_not_the_overlong_penalty():
+    """Regression (found measuring the DAPO recipe): every answer wrong but of different lengths,
+    the penalty's spread kept the group, and DAPO trained length alone (22 → 8 tokens) where its
+    filter asks for a spread of accuracy."""
+    outcomes = {"all-wrong": [0.0] * 4, "mixed": [1.0, 0.0, 1.0, 0.0]}
+
+    def run(plan: dict[str, int]) -> list[Trajectory]:
+        episodes = []
+        for task_id in plan:
+            for outcome, penalty in zip(outcomes[task_id], [0.0, -0.25, -0.5, -1.0], strict=True):
+                t = Trajectory("e", task_id, "?", [Step("x", "", outcome, True, False)])
+                t.reward_terms = {"verifier": outcome, "overlong_penalty": penalty}
+                episodes.append(t)
+        return episodes
+
+    batch = DynamicSampling(num_groups=2, group_size=4, max_rounds=1, oversample=1.0).collect(
+        run, list(outcomes), PromptHistory(), np.random.default_rng(0)
+    )
+    assert set(batch.groups) == {"mixed"} and batch.dropped == 1
+    assert is_informative([t.reward for t in run({"all-wrong": 4})])  # what the filter read before
 
 
 def test_dynamic_sampling_delivers_no_zero_variance_group_and_refills():
