@@ -83,7 +83,9 @@ class SampleBudget(TrainerCallback):
         control.should_training_stop = self.generated >= self.budget
 
 
-def train_one(recipe: str, mode: str, seed: int, budget: int, out: Path) -> dict[str, Any]:
+def train_one(
+    recipe: str, mode: str, seed: int, budget: int, out: Path, threads: int | None
+) -> dict[str, Any]:
     """One TRL run of `recipe` in `mode`, then its held-out evaluation; what it measured."""
     from peft import LoraConfig
     from transformers import AutoTokenizer
@@ -96,7 +98,7 @@ def train_one(recipe: str, mode: str, seed: int, budget: int, out: Path) -> dict
     sampling = rollout.runner.sampling
     if loss.name not in ("grpo", "dapo"):
         raise SystemExit(f"{recipe}: [loss] name = {loss.name!r} has no TRL loss_type here (grpo, dapo)")
-    torch.set_num_threads(config.threads or torch.get_num_threads())
+    torch.set_num_threads(threads or config.threads or torch.get_num_threads())
     batch = rollout.prompts_per_step * rollout.group_size
     trl_config = GRPOConfig(
         output_dir=str(out / "trl"),
@@ -183,6 +185,9 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=512, help="RL samples per run")
     parser.add_argument("--runs", default="runs/trl-learning")
     parser.add_argument("--json", help="write every run's result here")
+    parser.add_argument(
+        "--threads", type=int, help="torch threads (default: the recipe's); 1 where two runs share 2 cores"
+    )
     args = parser.parse_args()
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for seed in range(args.seeds):  # seed 0 of every arm first: a stopped benchmark leaves pairs
@@ -193,7 +198,9 @@ def main() -> None:
                 if not done.exists():
                     print(f"{out}: training", flush=True)
                     out.mkdir(parents=True, exist_ok=True)
-                    result = train_one(f"examples/methods/{recipe}.toml", mode, seed, args.budget, out)
+                    result = train_one(
+                        f"examples/methods/{recipe}.toml", mode, seed, args.budget, out, args.threads
+                    )
                     done.write_text(json.dumps(result, indent=2))
                 results.setdefault(recipe, {}).setdefault(mode, []).append(json.loads(done.read_text()))
     print(f"\nTRL GRPOTrainer, {args.budget} samples per run, up to {args.seeds} seeds:")
