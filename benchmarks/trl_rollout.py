@@ -22,10 +22,10 @@ from typing import Any
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-import gymnasium as gym  # noqa: E402
 import torch  # noqa: E402
 from transformers import AutoTokenizer, TrainerCallback  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
+from trl_learning import env_verdict  # noqa: E402  (benchmarks/, beside this script)
 
 from gfcr.agents import RunnerConfig  # noqa: E402
 from gfcr.agents.policies.tiny_model import write_tiny_model  # noqa: E402
@@ -43,17 +43,6 @@ class StepClock(TrainerCallback):
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.ends.append(time.perf_counter())
-
-
-def single_turn_reward(completions: list[Any], task_id: list[str], **kwargs: Any) -> list[float]:
-    """The env's verdict on each completion's text (what gfcr's Runner computes on its side)."""
-    env = gym.make(ENV)
-    rewards = []
-    for completion, task in zip(completions, task_id, strict=True):
-        env.reset(options={"task_id": task})
-        text = completion[-1]["content"] if isinstance(completion, list) else completion
-        rewards.append(float(env.step(text)[1]))
-    return rewards
 
 
 def steps_per_s(
@@ -74,7 +63,7 @@ def steps_per_s(
         use_cpu=True,
         disable_tqdm=True,
     )
-    extra: dict[str, Any] = {"reward_funcs": single_turn_reward}
+    extra: dict[str, Any] = {"reward_funcs": env_verdict(ENV, {})}
     if gfcr:
         sampling = SamplingParams(temperature=1.0, max_tokens=tokens)
         runner = RunnerConfig(concurrency=prompts * generations, sampling=sampling, max_turns=1)
