@@ -105,7 +105,7 @@ class Trainer:
         self.replay: ReplayBuffer | None = None  # opened by begin(), in out_dir
         self.pipeline = RolloutPipeline.from_config(
             self.models.policy,
-            self._pool_episodes(config.env.num_tasks),
+            pool_episodes(config, config.env.num_tasks),
             pipeline,
             prompts_per_step=config.rollout.prompts_per_step,
             group_size=config.rollout.group_size,
@@ -376,7 +376,7 @@ class Trainer:
         teacher = make_policy(config.sft.teacher) if config.sft.teacher else self.models.policy
         specs = [  # the training pool's tasks (never the held-out ones), seeded apart from RL's
             dataclasses.replace(spec, seed=config.seed + 1 + i)
-            for i, spec in enumerate(self._pool_episodes(config.sft.episodes))
+            for i, spec in enumerate(pool_episodes(config, config.sft.episodes))
         ]
         result = Runner(teacher, self.runner_config()).run(specs)
         order = {spec.id: i for i, spec in enumerate(specs)}  # the runner yields them as they finish
@@ -409,9 +409,6 @@ class Trainer:
     def held_out_episodes(self) -> list[EpisodeSpec]:
         """The evaluation's episodes (`held_out_episodes`)."""
         return held_out_episodes(self.config)
-
-    def _pool_episodes(self, num_episodes: int) -> list[EpisodeSpec]:
-        return pool_episodes(self.config, num_episodes)
 
     # -- settings --------------------------------------------------------------------------------
 

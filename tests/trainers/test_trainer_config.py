@@ -7,6 +7,7 @@ import pytest
 from gfcr.apps.cli import _apply_overrides
 from gfcr.errors import ConfigError
 from gfcr.trainers import TrainConfig
+from gfcr.trainers.trainer import pool_episodes
 
 BASE = {"model": {"path": "m"}, "env": {"id": "gfcr/ToolUse-v0"}}
 
@@ -192,7 +193,7 @@ def test_evaluation_and_sft_data_never_use_a_task_of_the_training_pool(tmp_path,
         }
     )
     trainer = Trainer(config)
-    pool = {spec.task_id for spec in trainer._pool_episodes(200)}
+    pool = {spec.task_id for spec in pool_episodes(config, 200)}
     assert len(pool) == 30 and pool == {spec.task_id for spec in trainer.pipeline.tasks}
     held_out = {spec.task_id for spec in trainer.held_out_episodes()}
     assert len(held_out) == 30 and not pool & held_out
