@@ -219,6 +219,8 @@ def verdict(difference: dict[str, float | int] | None) -> str:
     """A paired difference in words: its interval, and whether it excludes zero."""
     if difference is None:
         return "—"
+    if difference["n"] < 2:
+        return f"{difference['mean']:.3f} (one pair: no interval)"
     low, high = difference["mean"] - difference["ci95"], difference["mean"] + difference["ci95"]
     said = "no difference shown" if low <= 0 <= high else "better" if low > 0 else "worse"
     return f"{show(difference, 3)} ({said})"
