@@ -165,6 +165,18 @@ def test_replay_rescues_an_all_failed_trl_group(tiny_model, tmp_path):
     assert logged(trainer, "reward") == 0.5
 
 
+def test_a_prompt_trls_batch_holds_twice_gets_a_fresh_group_each_time(tiny_model, tmp_path):
+    # two dataset rows with one text reach rollout_func as one prompt four times (num_generations 2)
+    trainer, rollout = train(tiny_model, tmp_path, OracleTokens(tiny_model), {})
+    trainer.model.train()
+    prompt = trainer.train_dataset["prompt"][0]
+    fields = rollout([prompt] * 4, trainer)
+    generated = rollout.last_batch.generated
+    assert len(generated) == 4 and len({t.id for t in generated}) == 4  # counted, none fed twice
+    assert fields["trajectory_id"] == [t.id for t in generated]
+    assert len(set(fields["task_id"])) == 1
+
+
 @pytest.mark.parametrize(
     ("config", "match"),
     [

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -149,29 +150,32 @@ class GfcrRollout:
         self, batch: StepBatch, batch_ids: Sequence[str], size: int, pipeline: RolloutPipeline
     ) -> list[Trajectory]:
         """`len(batch_ids)` groups of `size`, group by group: the kept ones, then the dropped full
-        groups, then plain groups of TRL's own prompts run now."""
+        groups, then plain groups of TRL's own prompts run now. A prompt TRL's batch holds twice
+        (two dataset rows with one text) gets a fresh group each time, as TRL's own generation gives it."""
         failed = [t for t in batch.generated if t.status == "failed"]  # they reach TRL as reward None
-        groups = {
-            task_id: padded
+        groups = [
+            (task_id, padded)
             for task_id, group in batch.groups.items()
             if len(padded := _padded(group, failed, size)) == size
-        }
+        ]
         wanted = len(batch_ids)
-        if len(groups) < wanted:
+        if len(groups) < min(wanted, len(batch.decided.allocated)):
             logger.warning(
                 "the step kept %d of %d groups; topping up with dropped groups", len(groups), wanted
             )
             for task_id, group in group_by_task(batch.generated).items():
-                if len(groups) < wanted and task_id not in groups:
+                if len(groups) < wanted and task_id not in dict(groups):
                     if len(padded := _padded(group, failed, size)) == size:
-                        groups[task_id] = padded
-        missing = [t for t in batch_ids if t not in groups][: wanted - len(groups)]
+                        groups.append((task_id, padded))
+        missing = Counter(batch_ids) - Counter(task_id for task_id, _ in groups)
+        missing = Counter(list(missing.elements())[: wanted - len(groups)])
         if missing:
-            for task_id, group in group_by_task(pipeline.sample({t: size for t in missing})).items():
-                groups[task_id] = group[:size]
-        first = [t for t in batch_ids if t in groups]  # TRL's own prompts in TRL's order, then Control's
-        chosen = (first + [t for t in groups if t not in set(first)])[:wanted]
-        ordered = [t for task_id in chosen for t in groups[task_id]]
+            plan = {task_id: size * times for task_id, times in missing.items()}
+            for task_id, group in group_by_task(pipeline.sample(plan)).items():
+                groups += [(task_id, group[i * size : (i + 1) * size]) for i in range(missing[task_id])]
+        order = {task_id: i for i, task_id in reversed(list(enumerate(batch_ids)))}
+        groups.sort(key=lambda g: order.get(g[0], wanted))  # TRL's own prompts in TRL's order, then Control's
+        ordered = [t for _, group in groups[:wanted] for t in group]
         if len(ordered) != wanted * size:
             raise ConfigError(
                 f"the step gave {len(ordered)} episodes, but TRL needs {size} (num_generations) for each of "
