@@ -18,7 +18,9 @@ loss, clip-higher and TRL's soft overlong punishment. Each run stops after `--bu
 (`budget / (prompts_per_step x group_size)` optimizer steps), then its policy is evaluated on the
 recipe's held-out episodes (`gfcr.trainers.trainer.held_out_episodes`: the very episodes
 `gfcr train` evaluates on) with gfcr's Runner. Reported per mode, over seeds (mean ± 95% t-interval):
-held-out reward at the end and wall seconds of training.
+held-out reward at the end and wall seconds of training, beside `gfcr train`'s own runs of the
+recipe (`--gfcr-runs`, as `benchmarks/gfcr_training.py --recipes` leaves them), with each mode's
+paired difference to `gfcr train` on the same seeds.
 
     .venv/bin/python benchmarks/trl_learning.py --recipes grpo dapo --seeds 3 --budget 512 \\
         --runs runs/trl-learning --json docs/bench_trl_learning.json
@@ -32,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -41,16 +42,17 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 import gymnasium as gym  # noqa: E402
 import torch  # noqa: E402
+from gfcr_training import final_eval, finished, interval, paired, show, verdict  # noqa: E402  (beside)
 from transformers import TrainerCallback  # noqa: E402
 
 from gfcr.agents import Runner  # noqa: E402
 from gfcr.agents.policies.hf import HFPolicy  # noqa: E402
 from gfcr.integrations import trl as gfcr_trl  # noqa: E402
 from gfcr.trainers.config import TrainConfig  # noqa: E402
+from gfcr.trainers.logging import read_metrics  # noqa: E402
 from gfcr.trainers.trainer import episode_token_budget, held_out_episodes  # noqa: E402
 
 MODES = ("trl", "trl + gfcr rollout_func")
-T_975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}  # Student's t
 
 
 def env_verdict(env_id: str, kwargs: dict[str, Any]):  # -> a TRL reward function
@@ -168,13 +170,15 @@ def train_one(
     }
 
 
-def interval(values: list[float]) -> str:
-    """Mean ± 95% t-interval half-width."""
-    mean = statistics.mean(values)
-    if len(values) < 2:
-        return f"{mean:.2f}"
-    half = T_975.get(len(values) - 1, 1.96) * statistics.stdev(values) / len(values) ** 0.5
-    return f"{mean:.2f} ± {half:.2f}"
+def gfcr_train_runs(runs: Path, seeds: int) -> dict[int, dict[str, float]]:
+    """`gfcr train`'s finished runs of one recipe under `runs` (seed -> held-out, RL seconds)."""
+    found = {}
+    for seed in range(seeds):
+        if finished(out := runs / f"seed{seed}"):
+            metrics = read_metrics(out)
+            seconds = sum(m.get("perf/step_s", 0.0) for m in metrics)
+            found[seed] = {"held_out": final_eval(metrics), "seconds": seconds}
+    return found
 
 
 def main() -> None:
@@ -186,10 +190,15 @@ def main() -> None:
     parser.add_argument("--runs", default="runs/trl-learning")
     parser.add_argument("--json", help="write every run's result here")
     parser.add_argument(
+        "--gfcr-runs",
+        default="runs/methods-math-512",
+        help="gfcr train's runs of the recipes (RECIPE/seedK), to compare with",
+    )
+    parser.add_argument(
         "--threads", type=int, help="torch threads (default: the recipe's); 1 where two runs share 2 cores"
     )
     args = parser.parse_args()
-    results: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    results: dict[str, dict[str, dict[int, dict[str, Any]]]] = {}  # recipe -> mode -> seed -> result
     for seed in range(args.seeds):  # seed 0 of every arm first: a stopped benchmark leaves pairs
         for recipe in args.recipes:
             for mode in args.modes:
@@ -202,14 +211,21 @@ def main() -> None:
                         f"examples/methods/{recipe}.toml", mode, seed, args.budget, out, args.threads
                     )
                     done.write_text(json.dumps(result, indent=2))
-                results.setdefault(recipe, {}).setdefault(mode, []).append(json.loads(done.read_text()))
-    print(f"\nTRL GRPOTrainer, {args.budget} samples per run, up to {args.seeds} seeds:")
-    print("| recipe | generation | seeds | final held-out | training wall s |\n|---|---|---|---|---|")
+                results.setdefault(recipe, {}).setdefault(mode, {})[seed] = json.loads(done.read_text())
+    print(f"\n{args.budget} samples per run, up to {args.seeds} seeds:")
+    print("| recipe | trainer | seeds | final held-out | training wall s | paired vs gfcr train |")
+    print("|---|---|---|---|---|---|")
     for recipe, modes in results.items():
-        for mode, runs in modes.items():
-            held_out = interval([r["held_out"] for r in runs])
-            seconds = interval([r["seconds"] for r in runs])
-            print(f"| {recipe} | {mode} | {len(runs)} | {held_out} | {seconds} |")
+        own = gfcr_train_runs(Path(args.gfcr_runs) / recipe, args.seeds)
+        baseline = {seed: r["held_out"] for seed, r in own.items()}
+        for arm, by_seed in ({"gfcr train": own} | modes).items():
+            held_out = {seed: r["held_out"] for seed, r in by_seed.items()}
+            seconds = interval([r["seconds"] for r in by_seed.values()])
+            versus = "—" if arm == "gfcr train" else verdict(paired(held_out, baseline))
+            print(
+                f"| {recipe} | {arm} | {len(by_seed)} | {show(interval(list(held_out.values())))} "
+                f"| {show(seconds, 0)} | {versus} |"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), "results": results}, indent=2))
 
