@@ -261,13 +261,15 @@ class RolloutPipeline:
         """The reward each episode's advantages are computed from: the judge stage's."""
         return trajectory.reward
 
-    def step(self, candidates: Sequence[str] | None = None) -> StepBatch:
-        """Choose → keep: one step's rollouts over `candidates` (task ids; None: the whole pool)."""
+    def step(self, candidates: Sequence[str] | None = None, samples_left: int | None = None) -> StepBatch:
+        """Choose → keep: one step's rollouts over `candidates` (task ids; None: the whole pool),
+        generating no more than `samples_left` episodes where a group fits in it (a run's unspent
+        sample budget; dynamic sampling's refills stop at it)."""
         self.hook.stopped = self.hook.branched = self.batch_judge_failures = 0
         self.trimmed_leaves = self.extra_roots = 0
         self.busy_s = {"policy": 0.0, "env": 0.0}
         self.batch = batch = StepBatch({})
-        batch.decided = self.controller.collect(self.sample, list(candidates or self.task_ids))
+        batch.decided = self.controller.collect(self.sample, list(candidates or self.task_ids), samples_left)
         batch.groups, rescued = self._keep(batch.decided.groups)
         proposed = self.propose.run(self, batch) if self.propose is not None else {}
         skills = self.skills.keep(batch.generated) if self.skills is not None else {}

@@ -289,7 +289,8 @@ class Trainer:
         rollouts running ahead (started here at the first RL step) after `async/wait_s` seconds."""
         started, staleness = time.perf_counter(), self.config.async_.max_staleness
         if staleness == 0:
-            batch = self.pipeline.step()
+            budget = self.config.sample_budget
+            batch = self.pipeline.step(samples_left=None if budget is None else budget - self.samples_total)
             return batch, {"perf/rollout_s": time.perf_counter() - started}
         if self.stream is None:
             self.stream = RolloutStream(self.pipeline, staleness, first_step=self.step)

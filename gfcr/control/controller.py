@@ -413,13 +413,14 @@ class RolloutController(Controller):
         num = self.config.num_prompts or len(task_ids)
         return self.allocate(self.selector.select(task_ids, num, self.history, self.rng))
 
-    def collect(self, run: RunFn, task_ids: Sequence[str]) -> Batch:
+    def collect(self, run: RunFn, task_ids: Sequence[str], samples_left: int | None = None) -> Batch:
         """The decide loop over `task_ids`: choose → allocate → draw (in waves with early
         stopping) → keep, in rounds while dynamic sampling refills dropped groups; every group
         drawn is recorded in the history (and taught to a learning selector).
 
         `run(plan)` generates `plan[t]` fresh samples of each task (with the runner:
-        `runner.run(controller.episodes(templates, plan, seed=...)).trajectories`).
+        `runner.run(controller.episodes(templates, plan, seed=...)).trajectories`). `samples_left`:
+        the run's unspent sample budget, which no round passes (`DynamicSampling.collect`).
 
         >>> from gfcr.workloads import BernoulliPrompts
         >>> env = BernoulliPrompts([0.0] * 4 + [0.5] * 4, seed=0)
@@ -456,6 +457,7 @@ class RolloutController(Controller):
             self.rng,
             allocate=lambda chosen: self.allocate(chosen, len(chosen) / num_groups),
             sampler=self.stopping,
+            samples_left=samples_left,
         )
         self._measure(drawn)
         return batch

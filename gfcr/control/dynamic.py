@@ -134,18 +134,26 @@ class DynamicSampling:
         *,
         allocate: Allocate | None = None,
         sampler: Sampler | None = None,
+        samples_left: int | None = None,
     ) -> Batch:
         """Sample rounds until the batch is full, recording every group drawn in `history`.
 
         `allocate` gives each chosen prompt its samples (default: `group_size` each); `sampler`
         draws them (default: all at once), e.g. `EarlyStopping` in waves; a group it stopped is
-        dropped, and refilled as any dropped group is.
+        dropped, and refilled as any dropped group is. `samples_left` (a run's unspent sample
+        budget) cuts each round to the groups of `group_size` that fit in it, the first round to
+        one group at least, and starts no round once none fits: the batch may then be short.
         """
         batch = Batch()
         unused = list(task_ids)
         while len(batch.groups) < self.num_groups and batch.rounds < self.max_rounds and unused:
-            missing = self.num_groups - len(batch.groups)
-            chosen = self.selector.select(unused, math.ceil(missing * self.oversample), history, rng)
+            wanted = math.ceil((self.num_groups - len(batch.groups)) * self.oversample)
+            if samples_left is not None:
+                fits = (samples_left - batch.samples) // self.group_size
+                if fits < 1 and batch.rounds > 0:
+                    break
+                wanted = min(wanted, max(fits, 1))
+            chosen = self.selector.select(unused, wanted, history, rng)
             unused = [t for t in unused if t not in set(chosen)]
             plan = allocate(chosen) if allocate is not None else dict.fromkeys(chosen, self.group_size)
             batch.allocated |= plan

@@ -112,6 +112,17 @@ def test_greso_adapts_its_skip_probabilities_toward_the_target():
     assert selector.p_hard < 0.5  # it kept meeting all-wrong groups, so it skips them more
 
 
+def test_dynamic_sampling_refills_no_further_than_the_runs_unspent_budget():
+    env = BernoulliPrompts([0.0] * 30)  # no group ever has a spread: every round refills
+    rounds = DynamicSampling(num_groups=2, group_size=4, oversample=1.5, max_rounds=8)
+    batch = rounds.collect(env.run, env.task_ids, PromptHistory(), np.random.default_rng(0), samples_left=20)
+    assert (batch.samples, batch.rounds, batch.groups) == (20, 2, {})  # 3 groups, then the 2 that fit
+    spent = rounds.collect(env.run, env.task_ids, PromptHistory(), np.random.default_rng(0), samples_left=2)
+    assert spent.samples == 4  # a step's first round runs one group however little is left
+    free = rounds.collect(env.run, env.task_ids, PromptHistory(), np.random.default_rng(0))
+    assert free.samples == 8 * 3 * 4
+
+
 def test_dynamic_sampling_judges_a_groups_spread_by_its_outcomes_not_the_overlong_penalty():
     """Regression (found measuring the DAPO recipe): every answer wrong but of different lengths,
     the penalty's spread kept the group, and DAPO trained length alone (22 → 8 tokens) where its
@@ -266,7 +277,9 @@ def test_controller_schedules_groups_stops_failed_prefixes_and_branches_in_the_r
     on_track_multi = [t for t in roots if t.steps[0].action == "go" and t.task_id != "n-1"]
     assert len(branches) == len(on_track_multi) > 0  # one copy after turn 1 of each live, on-track episode
     for branch in branches:  # each samples its own later turns: it finishes, or strays and is stopped
-        assert branch.total_reward == 1.0 or (branch.steps[-1].action == "stray" and branch.steps[-1].truncated)
+        assert branch.total_reward == 1.0 or (
+            branch.steps[-1].action == "stray" and branch.steps[-1].truncated
+        )
     # Tree rollouts end to end: a branch shares its root's first step, and step values follow.
     for task_id, group in group_by_task(result.trajectories).items():
         root, advantages = build_tree(group), tree_advantages(group, "treerl")

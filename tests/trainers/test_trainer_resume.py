@@ -78,7 +78,9 @@ def test_no_resume_starts_clean(make_config):
     assert again.step == 0 and not checkpoints(again.out / "checkpoints")
     again.train()
     assert not any(path.exists() for path in events)
-    assert [json.loads(line)["step"] for line in (again.out / "metrics.jsonl").read_text().splitlines()] == [1]
+    assert [json.loads(line)["step"] for line in (again.out / "metrics.jsonl").read_text().splitlines()] == [
+        1
+    ]
 
 
 def test_time_limit_stop_is_loud(make_config, caplog):
@@ -97,11 +99,12 @@ def test_time_limit_stop_is_loud(make_config, caplog):
 
 
 def test_a_sample_budget_stops_the_run_quietly_with_a_held_out_evaluation(make_config, caplog):
-    # 2 prompts x 3 samples = 6 episodes per step: a budget of 7 is spent by step 2 of 5
+    # 2 prompts x 3 samples = 6 episodes per step: a budget of 7 is spent by step 2 of 5, whose
+    # batch is cut to the one group that the budget's last episode needs
     trainer = Trainer(make_config(steps=5, sample_budget=7, log={"eval_every": 10, "eval_episodes": 4}))
     with caplog.at_level(logging.WARNING):
         history = trainer.train()
     assert [m["step"] for m in history] == [1, 2]
     assert history[-1]["run/stopped_for"] == "sample_budget" and "eval/reward_mean" in history[-1]
-    assert history[-1]["rollout/samples_total"] == 12
+    assert history[-1]["rollout/samples_total"] == 9 and history[-1]["rollout/groups"] == 1
     assert not any("TIME LIMIT" in r.getMessage() for r in caplog.records)
