@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -281,12 +281,52 @@ def token_logprobs(model: torch.nn.Module | Callable[..., Any], batch: MicroBatc
     """log π(token_{t+1} | tokens_<=t) under `model`'s raw logits (as the rollout reports them),
     shape (B, L-1), float32. `model`: a causal LM, or any callable taking its keywords.
 
-    Computed as logit − logsumexp(logits), so the (B, L, V) log-softmax is never materialised in
-    full precision twice (V is 150k for Qwen models).
+    The (B, L, V) logits are the one full-vocabulary tensor kept (V is 49k for SmolLM2, 150k for
+    Qwen): `SelectedLogprob` works through them a chunk of positions at a time.
     """
-    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, **batch.vision).logits[
-        :, :-1
-    ]  # (B, L-1, V)
-    targets = batch.input_ids[:, 1:, None]  # (B, L-1, 1)
-    picked = logits.gather(-1, targets).squeeze(-1).float()  # (B, L-1)
-    return picked - torch.logsumexp(logits.float(), dim=-1)
+    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, **batch.vision).logits
+    return cast(torch.Tensor, SelectedLogprob.apply(logits, batch.input_ids[:, 1:]))
+
+
+class SelectedLogprob(torch.autograd.Function):
+    """log softmax(logits[:, t])[targets[:, t]] for each position t < L-1 (in float32), with its
+    gradient, a chunk of positions at a time: the forward pass keeps only the logsumexps and the
+    backward pass writes one gradient tensor, where autograd's log-softmax and gather would hold
+    three or four (B, L, V) temporaries.
+
+    >>> logits = torch.randn(2, 4, 10, dtype=torch.float64, requires_grad=True)
+    >>> targets = torch.randint(0, 10, (2, 3))
+    >>> torch.autograd.gradcheck(SelectedLogprob.apply, (logits, targets))
+    True
+    """
+
+    CHUNK_ELEMENTS = 1 << 24  # the float32 temporaries of one chunk of positions: 64 MB
+
+    @staticmethod
+    def forward(ctx: Any, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:  # (B, L, V), (B, L-1)
+        precision = torch.promote_types(logits.dtype, torch.float32)  # float32, or float64's own
+        lse = torch.empty(targets.shape, dtype=precision, device=logits.device)
+        for row, span in SelectedLogprob._chunks(logits):
+            lse[row, span] = torch.logsumexp(logits[row, span].to(precision), dim=-1)
+        ctx.save_for_backward(logits, targets, lse)
+        picked = logits[:, :-1].gather(-1, targets[..., None]).squeeze(-1)
+        return picked.to(lse.dtype) - lse
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:  # (B, L-1)
+        logits, targets, lse = ctx.saved_tensors
+        out = torch.zeros_like(logits)  # the last position predicts nothing here
+        for row, span in SelectedLogprob._chunks(logits):  # d/dlogits = one-hot(target) - softmax
+            softmax = (logits[row, span].to(lse.dtype) - lse[row, span, None]).exp_()
+            out[row, span] = softmax.mul_(-grad[row, span, None])
+        out[:, :-1].scatter_add_(-1, targets[..., None], grad[..., None].to(out.dtype))
+        return out, None
+
+    @staticmethod
+    def _chunks(logits: torch.Tensor) -> Iterator[tuple[int, slice]]:
+        """(row, positions) of at most CHUNK_ELEMENTS logits each, over positions 0 … L-2."""
+        batch, length, vocab = logits.shape
+        step = max(1, SelectedLogprob.CHUNK_ELEMENTS // vocab)
+        for row in range(batch):
+            for start in range(0, length - 1, step):
+                yield row, slice(start, min(start + step, length - 1))

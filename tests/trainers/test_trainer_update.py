@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from gfcr.trainers.batching import Sample, collate, token_logprobs
+from gfcr.trainers.batching import Sample, SelectedLogprob, collate, token_logprobs
 from gfcr.trainers.config import LossConfig
 from gfcr.trainers.update import UpdateSettings, accumulate_gradients, correct_off_policy, policy_update
 
@@ -195,3 +195,34 @@ def test_a_batch_without_signal_takes_no_optimizer_step(model):
     stats = policy_update(model, optimizer, no_signal, settings, far_reference)
     assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())
     assert stats["update/skipped"] == 1.0
+
+
+@pytest.mark.parametrize("positions_per_chunk", [1, 3, 1000])
+def test_token_logprobs_and_their_gradients_equal_the_full_log_softmax(
+    model, monkeypatch, positions_per_chunk
+):
+    """The chunked logprob (one full-vocabulary tensor kept) against autograd's log-softmax and
+    gather: the same values and the same parameter gradients, however the positions are chunked."""
+    batch = collate(_samples(5, seed=3))
+    weights = torch.randn(batch.loss_mask.shape, generator=torch.Generator().manual_seed(0))
+
+    def gradients(logprobs_of) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        model.zero_grad(set_to_none=True)
+        logprobs = logprobs_of()
+        (weights * batch.loss_mask * logprobs).sum().backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+        model.zero_grad(set_to_none=True)
+        return logprobs.detach(), grads
+
+    def by_autograd() -> torch.Tensor:
+        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, :-1]
+        return torch.log_softmax(logits.float(), dim=-1).gather(-1, batch.input_ids[:, 1:, None]).squeeze(-1)
+
+    vocab = model.config.vocab_size
+    monkeypatch.setattr(SelectedLogprob, "CHUNK_ELEMENTS", vocab * positions_per_chunk)
+    chunked, chunked_grads = gradients(lambda: token_logprobs(model, batch))
+    full, full_grads = gradients(by_autograd)
+    torch.testing.assert_close(chunked, full)
+    assert chunked_grads.keys() == full_grads.keys() and chunked_grads
+    for name, grad in full_grads.items():
+        torch.testing.assert_close(chunked_grads[name], grad)
