@@ -325,8 +325,11 @@ def main() -> None:
     )
     args = parser.parse_args()
     recipes = {name: f"examples/methods/{name}.toml" for name in args.recipes}
-    variants = (  # name -> (config, overrides)
-        {name: (args.task, method_overrides(path)) for name, path in recipes.items()}
+    variants = (  # name -> (config, overrides); a kept variant (dapo-before-af15f96) runs nothing
+        {
+            name: (args.task, [] if args.finished_only else method_overrides(path))
+            for name, path in recipes.items()
+        }
         if args.task
         else {name: (path, []) for name, path in recipes.items()}
         if recipes
