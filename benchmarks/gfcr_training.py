@@ -358,7 +358,7 @@ def main() -> None:
         within = [eval_within(m, tokens) for m in runs.values()]
         summary[variant]["eval_at_equal_tokens"] = interval([w for w in within if w is not None])
     what = "recipes " + ", ".join(args.recipes) if args.recipes else args.config
-    what += f" on {args.task}" if args.task else ""
+    what += f" on {Path(args.task).stem}" if args.task else ""
     print(
         f"\n{what}: {args.budget} RL episodes per run, up to {args.seeds} seeds, threshold {args.threshold}"
     )
