@@ -163,8 +163,9 @@ class GfcrRollout:
             logger.warning(
                 "the step kept %d of %d groups; topping up with dropped groups", len(groups), wanted
             )
+            kept = {task_id for task_id, _ in groups}
             for task_id, group in group_by_task(batch.generated).items():
-                if len(groups) < wanted and task_id not in dict(groups):
+                if len(groups) < wanted and task_id not in kept:
                     if len(padded := _padded(group, failed, size)) == size:
                         groups.append((task_id, padded))
         missing = Counter(batch_ids) - Counter(task_id for task_id, _ in groups)
