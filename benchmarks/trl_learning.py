@@ -14,9 +14,11 @@ The recipe's settings map onto TRL's: `prompts_per_step` x `group_size` samples 
 (`num_generations` = `group_size`), `max_tokens`, temperature, learning rate (constant), gradient
 clipping, LoRA rank and alpha on the same projections, the loss (`loss_type` "grpo" or "dapo", the
 clip range, `beta`). TRL has no dynamic sampling: on its own generation the DAPO recipe is its
-loss, clip-higher and TRL's soft overlong punishment. Each run stops after `--budget` samples
-(`budget / (prompts_per_step x group_size)` optimizer steps), then its policy is evaluated on the
-recipe's held-out episodes (`gfcr.trainers.trainer.held_out_episodes`: the very episodes
+loss, clip-higher and TRL's soft overlong punishment. Each run spends at most `--budget` samples
+(`budget / (prompts_per_step x group_size)` optimizer steps, fewer where dynamic sampling's refills
+spent part of it: `rollout_func(sample_budget=...)` stops them at the budget, as `gfcr train`'s
+`sample_budget` does, and the run stops once the rest cannot hold a batch), then its policy is
+evaluated on the recipe's held-out episodes (`gfcr.trainers.trainer.held_out_episodes`: the very episodes
 `gfcr train` evaluates on) with gfcr's Runner. Reported per mode, over seeds (mean ± 95% t-interval):
 held-out reward at the end and wall seconds of training, beside `gfcr train`'s own runs of the
 recipe (`--gfcr-runs`, as `benchmarks/gfcr_training.py --recipes` leaves them), with each mode's
@@ -72,17 +74,17 @@ def env_verdict(env_id: str, kwargs: dict[str, Any]):  # -> a TRL reward functio
 
 
 class SampleBudget(TrainerCallback):
-    """Stops TRL once the run has generated `budget` episodes: a step of gfcr's pipeline can generate
-    more than TRL's batch (dynamic sampling refills dropped groups), and they count, as in
-    `gfcr train`'s `sample_budget`."""
+    """Stops TRL once the run's unspent samples cannot hold another batch. A step of gfcr's pipeline
+    can generate more than TRL's batch (dynamic sampling refills dropped groups); they count, as in
+    `gfcr train`'s `sample_budget`, and `rollout_func(sample_budget=...)` stops refills at it."""
 
     def __init__(self, budget: int, per_step: int, rollout: Any = None) -> None:
         self.budget, self.per_step, self.rollout, self.generated = budget, per_step, rollout, 0
 
     def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
-        batch = getattr(self.rollout, "last_batch", None)
-        self.generated += len(batch.generated) if batch is not None else self.per_step
-        control.should_training_stop = self.generated >= self.budget
+        pipeline = getattr(self.rollout, "pipeline", None)
+        self.generated = pipeline.samples_total if pipeline is not None else self.generated + self.per_step
+        control.should_training_stop = self.budget - self.generated < self.per_step
 
 
 def train_one(
@@ -108,7 +110,7 @@ def train_one(
         num_generations=rollout.group_size,
         max_completion_length=sampling.max_tokens,
         temperature=sampling.temperature,
-        max_steps=-(-budget // batch),  # at most; SampleBudget stops a step that reaches the budget
+        max_steps=budget // batch,  # at most; SampleBudget stops earlier where refills spent the budget
         learning_rate=optim.lr,
         lr_scheduler_type="constant",
         max_grad_norm=optim.max_grad_norm,
@@ -133,7 +135,7 @@ def train_one(
             extra["reward_funcs"].append(get_soft_overlong_punishment(*lengths))
         budget_callback = SampleBudget(budget, batch)
     else:
-        rollout_func = gfcr_trl.rollout_func(env, config=recipe, **kwargs)
+        rollout_func = gfcr_trl.rollout_func(env, config=recipe, sample_budget=budget, **kwargs)
         extra = {"reward_funcs": gfcr_trl.env_reward, "rollout_func": rollout_func}
         budget_callback = SampleBudget(budget, batch, rollout_func)
     lora = LoraConfig(

@@ -177,6 +177,22 @@ def test_a_prompt_trls_batch_holds_twice_gets_a_fresh_group_each_time(tiny_model
     assert len(set(fields["task_id"])) == 1
 
 
+def test_a_run_sample_budget_stops_dynamic_samplings_refills_but_fills_trls_batch(tiny_model, tmp_path):
+    # the oracle solves every task: no group has a reward spread, so each round refills them all
+    config = {"control": {"dynamic_sampling": True, "max_rounds": 3}}
+    spent = {}
+    for budget in (None, 6):
+        oracle = OracleTokens(tiny_model)
+        trainer, rollout = train(
+            tiny_model, tmp_path / str(budget), oracle, config, tasks=6, sample_budget=budget
+        )
+        trainer.model.train()
+        fields = [rollout(trl_prompts(trainer)[:4], trainer) for _ in range(2)]
+        assert all(len(f["trajectory_id"]) == 4 for f in fields)  # TRL's batch, full each step
+        spent[budget] = rollout.pipeline.samples_total
+    assert spent == {None: 2 * 3 * 4, 6: 4 + 2 + 4}  # one refilled group fits; then the first round only
+
+
 @pytest.mark.parametrize(
     ("config", "match"),
     [

@@ -91,11 +91,12 @@ class GfcrRollout:
         runner_config: RunnerConfig | None,
         replay: ReplaySink | None,
         estimator: str = "treerl",
+        sample_budget: int | None = None,
     ) -> None:
         check_trl_pipeline(config, estimator)
         self.envs = {c.key: c for c in envs}
         self.policy, self.config, self.runner_config, self.replay = policy, config, runner_config, replay
-        self.estimator = estimator
+        self.estimator, self.sample_budget = estimator, sample_budget
         self.pipeline: RolloutPipeline | None = None
         self.last_batch: StepBatch | None = None
         self._tasks: dict[str, EpisodeSpec] = {}  # prompt key -> its task
@@ -113,7 +114,8 @@ class GfcrRollout:
         pipeline = self._pipeline(policy, trainer, len(groups), size)
         check_token_trainer(trainer, pipeline)
         batch_ids = [spec.task_id or "" for spec in groups]
-        batch = pipeline.step(batch_ids + self._others(batch_ids) if self._chooses(pipeline) else batch_ids)
+        candidates = batch_ids + self._others(batch_ids) if self._chooses(pipeline) else batch_ids
+        batch = pipeline.step(candidates, self._samples_left(pipeline, len(tasks)))
         self.last_batch = batch
         ordered = self._ordered(batch, batch_ids, size, pipeline)
         reward = pipeline.reward
@@ -130,6 +132,13 @@ class GfcrRollout:
             fields["gfcr_process"] = per_token_fields(ordered, size, process.credit.token_advantages)
             fields["gfcr_process_weight"] = [process.credit.weight] * len(ordered)
         return fields
+
+    def _samples_left(self, pipeline: RolloutPipeline, batch_size: int) -> int | None:
+        """What this step may generate under `sample_budget` (None: no budget): the budget's unspent
+        samples, and TRL's whole batch at least (its step cannot train on fewer)."""
+        if self.sample_budget is None:
+            return None
+        return max(self.sample_budget - pipeline.samples_total, batch_size)
 
     def _chooses(self, pipeline: RolloutPipeline) -> bool:
         """Whether Control may pick other prompts than TRL's batch (a selector, a stage that drops, a
@@ -273,6 +282,7 @@ def rollout_func(
     runner_config: RunnerConfig | None = None,
     replay: ReplaySink | None = None,
     estimator: str | None = None,
+    sample_budget: int | None = None,
     **env_kwargs: Any,
 ) -> GfcrRollout:
     """A `GRPOTrainer(rollout_func=...)` whose every batch is one step of gfcr's rollout pipeline.
@@ -290,7 +300,10 @@ def rollout_func(
     `[replay] rescue` is on). With trees or `[judge.process]`, train with `TreeGRPOTrainer` (it
     takes each token's advantage from the tree, and adds its step's process advantage);
     `estimator` is the tree's ("treerl" or "treerpo"; None: the recipe's `[loss] estimator`, else
-    "treerl").
+    "treerl"). `sample_budget` caps the episodes the run generates as `gfcr train`'s does: dynamic
+    sampling's refills stop once the run has generated that many (`rollout.pipeline.samples_total`),
+    but each step still fills TRL's batch, so stop TRL (`max_steps` or a callback) once the budget
+    cannot hold another batch.
 
     Extra fields for reward functions: `gfcr_reward`, `gfcr_signals`, `task_id`, `trajectory_id`;
     and where the episodes show a vision-language policy images (a trainer whose `processing_class`
@@ -315,7 +328,7 @@ def rollout_func(
         estimator = read_toml(config).get("loss", {}).get("estimator")
     if not isinstance(config, PipelineConfig):
         config = PipelineConfig() if config is None else PipelineConfig.from_toml(config)
-    return GfcrRollout(envs, policy, config, runner_config, replay, estimator or "treerl")
+    return GfcrRollout(envs, policy, config, runner_config, replay, estimator or "treerl", sample_budget)
 
 
 def check_trl_pipeline(config: PipelineConfig, estimator: str = "treerl") -> None:
