@@ -14,8 +14,12 @@ throws away). Per variant, over seeds (mean ± 95% t-interval):
   thriftiest run spent (a method that samples longer answers or wider trees spends more per sample);
 - what each method does to the rollouts, its mechanism, as means over steps: the zero-variance
   share (DAPO, GRESO), episodes generated per trained group (dynamic sampling, VCRL, VADE), policy
-  tokens per trained sample (trees), response length (ShorterBetter), the importance ratio of
-  replayed samples (RePO, AR3PO) and the pool's prompts GRESO's filter skipped per step.
+  tokens per trained sample (trees), response length (ShorterBetter), the mean |advantage| (the
+  signal SEC's and VCRL's selection seeks), groups rescued by replay (AR3PO), the importance ratio
+  of replayed samples (RePO), the clipped share of the loss (GSPO clips whole sequences), the
+  semantic entropy SEED-GRPO scales advantages by, the share of rewarded episodes the verifier
+  rejects (TTRL's majority-vote labels, a judge's reward) and the pool's prompts GRESO's filter
+  skipped per step; columns no run moved are left out.
 
 `--recipes NAME ...` compares recipes instead: each `examples/methods/NAME.toml` is a variant of
 its own (the recipes share their model, task and sizes); with `--task CONFIG`, each recipe's method
@@ -172,9 +176,14 @@ def summarise(runs: list[list[dict[str, Any]]], threshold: float) -> dict[str, A
 MECHANISMS = {  # column -> (numerator, denominator or None): means over a run's RL steps
     "zero-variance share": ("rollout/zero_variance_share", None),
     "episodes per trained group": ("generate/episodes", "rollout/groups"),
+    "mean abs advantage": ("credit/advantage_abs_mean", None),
     "tokens per trained sample": ("generate/tokens", "credit/samples"),
     "response tokens": ("rollout/completion_tokens_mean", None),
+    "groups rescued": ("keep/rescued", None),
     "replay ratio": ("replay/ratio_mean", None),
+    "clipped share": ("loss/clip_frac", None),
+    "semantic entropy": ("judge/semantic_entropy_mean", None),
+    "rewarded-incorrect share": ("diagnose/rewarded_incorrect_share", None),
     "prompts skipped (GRESO)": ("choose/greso/skipped", None),
 }
 
@@ -258,29 +267,47 @@ def curve(metrics: list[dict[str, Any]], grid: list[float]) -> list[float]:
     return [float(y) for y in np.interp(grid, xs, ys)]
 
 
-def plot(metrics: dict[str, dict[int, list[dict[str, Any]]]], budget: int, title: str, out: str) -> None:
-    """One figure: each variant's held-out reward against RL samples, mean over seeds with its 95%
-    t-band."""
+def plot(
+    metrics: dict[str, dict[int, list[dict[str, Any]]]], budget: int, title: str, out: str, baseline: str
+) -> None:
+    """One figure: held-out reward against RL samples, the mean over seeds with its 95% t-band; one
+    panel per variant, each beside the baseline's curve (in grey), so that many methods stay legible."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     grid = list(np.linspace(0, budget, 33))
-    fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=120)
-    for variant, runs in metrics.items():
-        curves = np.array([curve(m, grid) for m in runs.values()])
+
+    def band(ax: Any, variant: str, color: str) -> None:
+        curves = np.array([curve(m, grid) for m in metrics[variant].values()])
         mean = curves.mean(axis=0)
         half = (
             T_975.get(len(curves) - 1, 1.96) * curves.std(axis=0, ddof=1) / len(curves) ** 0.5
             if len(curves) > 1
             else np.zeros_like(mean)
         )
-        (line,) = ax.plot(grid, mean, lw=1.6, label=f"{variant} ({len(curves)} seeds)")
-        ax.fill_between(grid, mean - half, mean + half, color=line.get_color(), alpha=0.15, lw=0)
-    ax.set(xlabel="RL samples (episodes generated)", ylabel="held-out reward", xlim=(0, budget))
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, ncol=2, loc="upper left")
+        ax.plot(grid, mean, lw=1.6, color=color, label=f"{variant} ({len(curves)} seeds)")
+        ax.fill_between(grid, mean - half, mean + half, color=color, alpha=0.15, lw=0)
+
+    panels = [v for v in metrics if v != baseline] or list(metrics)
+    cols = min(len(panels), 4)
+    rows = -(-len(panels) // cols)
+    size = (2.9 * cols + 0.6, 2.4 * rows + 0.7)
+    fig, axes = plt.subplots(rows, cols, figsize=size, dpi=120, sharex=True, sharey=True, squeeze=False)
+    for ax, variant in zip(axes.flat, panels, strict=False):
+        if baseline in metrics and variant != baseline:
+            band(ax, baseline, "0.45")
+        band(ax, variant, "C0")
+        ax.set(xlim=(0, budget))
+        ax.legend(fontsize=6, loc="upper left")
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("RL samples (episodes generated)", fontsize=7)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("held-out reward", fontsize=7)
+    fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(out)
 
@@ -383,16 +410,24 @@ def main() -> None:
     print(
         f"\nAt equal tokens ({tokens:.0f} policy tokens, the thriftiest run's) and each method's mechanism:"
     )
-    columns = ["variant", "held-out at equal tokens", *MECHANISMS]
+    shown = [  # the mechanisms some run moved (a column of zeros or of nothing says nothing)
+        column
+        for column in MECHANISMS
+        if any((value := s["mechanisms"][column]) is not None and value["mean"] for s in summary.values())
+    ]
+    columns = ["variant", "held-out at equal tokens", *shown]
     print("| " + " | ".join(columns) + " |\n" + "|---" * len(columns) + "|")
     for variant, s in summary.items():
         cells = [variant, show(s["eval_at_equal_tokens"])]
-        cells += [show(s["mechanisms"][column]) for column in MECHANISMS]
+        cells += [show(s["mechanisms"][column]) for column in shown]
         print("| " + " | ".join(cells) + " |")
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), "summary": summary}, indent=2))
     if args.figure:
-        plot(metrics, args.budget, f"{what}: {args.budget} RL episodes per run", args.figure)
+        shared = "the recipes' math task" if recipes else Path(args.config).stem
+        subject = Path(args.task).stem if args.task else shared
+        title = f"{subject}: {args.budget} RL episodes per run, 95% bands; grey: {args.baseline}"
+        plot(metrics, args.budget, title, args.figure, args.baseline)
     if args.keep:
         keep(run_dirs, Path(args.keep))
 
