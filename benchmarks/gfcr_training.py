@@ -11,7 +11,8 @@ throws away). Per variant, over seeds (mean ± 95% t-interval):
 - the paired difference of the final held-out reward against the baseline variant (`--baseline`,
   default grpo) on the same seeds; an interval that contains zero is called "no difference shown";
 - at equal tokens: the held-out reward of each run's last evaluation within the policy tokens the
-  thriftiest run spent (a method that samples longer answers or wider trees spends more per sample);
+  thriftiest run spent (a method that samples longer answers or wider trees spends more per sample),
+  and its paired difference against the baseline;
 - what each method does to the rollouts, its mechanism, as means over steps: the zero-variance
   share (DAPO, GRESO), episodes generated per trained group (dynamic sampling, VCRL, VADE), policy
   tokens per trained sample (trees), response length (ShorterBetter), the mean |advantage| (the
@@ -381,9 +382,14 @@ def main() -> None:
             summary[variant]["paired_vs_baseline"] = paired(by_seed, finals[args.baseline])
     spent = [m[-1].get("rollout/tokens_total", 0.0) for runs in metrics.values() for m in runs.values()]
     tokens = min(spent, default=0.0)  # the thriftiest run's policy tokens
-    for variant, runs in metrics.items():
-        within = [eval_within(m, tokens) for m in runs.values()]
-        summary[variant]["eval_at_equal_tokens"] = interval([w for w in within if w is not None])
+    at_tokens = {
+        variant: {seed: w for seed, m in runs.items() if (w := eval_within(m, tokens)) is not None}
+        for variant, runs in metrics.items()
+    }
+    for variant, by_seed in at_tokens.items():
+        summary[variant]["eval_at_equal_tokens"] = interval(list(by_seed.values()))
+        if variant != args.baseline and args.baseline in at_tokens:
+            summary[variant]["paired_at_equal_tokens"] = paired(by_seed, at_tokens[args.baseline])
     what = "recipes " + ", ".join(args.recipes) if args.recipes else args.config
     what += f" on {Path(args.task).stem}" if args.task else ""
     print(
@@ -415,10 +421,10 @@ def main() -> None:
         for column in MECHANISMS
         if any((value := s["mechanisms"][column]) is not None and value["mean"] for s in summary.values())
     ]
-    columns = ["variant", "held-out at equal tokens", *shown]
+    columns = ["variant", "held-out at equal tokens", f"paired vs {args.baseline}", *shown]
     print("| " + " | ".join(columns) + " |\n" + "|---" * len(columns) + "|")
     for variant, s in summary.items():
-        cells = [variant, show(s["eval_at_equal_tokens"])]
+        cells = [variant, show(s["eval_at_equal_tokens"]), verdict(s.get("paired_at_equal_tokens"))]
         cells += [show(s["mechanisms"][column]) for column in shown]
         print("| " + " | ".join(cells) + " |")
     if args.json:
