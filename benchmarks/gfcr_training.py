@@ -304,7 +304,8 @@ def plot(
         ax.legend(fontsize=6, loc="upper left")
     for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
-    for ax in axes[-1]:
+    for ax in axes.flat[max(len(panels) - cols, 0) : len(panels)]:  # the lowest panel of each column
+        ax.xaxis.set_tick_params(labelbottom=True)
         ax.set_xlabel("RL samples (episodes generated)", fontsize=7)
     for ax in axes[:, 0]:
         ax.set_ylabel("held-out reward", fontsize=7)
