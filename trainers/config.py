@@ -468,10 +468,10 @@ class TrainConfig:
     time_limit_s: float | None = setting(None, "Stop (with a checkpoint) after this much wall time.")
     sample_budget: int | None = setting(
         None,
-        "Stop (with a checkpoint) once RL has generated this many episodes, dropped ones included: "
-        "an equal budget when comparing settings (dynamic sampling spends more per step). A step "
-        "generates no more than what is left (its last refill round is cut to the groups that fit; "
-        "a step's first round runs one group at least); [async] batches made ahead are not cut.",
+        "Stop (with a checkpoint) once RL has generated this many episodes, dropped ones included, "
+        "or what is left cannot hold one group: an equal budget when comparing settings (dynamic "
+        "sampling spends more per step). A step generates no more than what is left (its rounds "
+        "are cut to the groups that fit); [async] batches made ahead are not cut.",
     )
 
     def __post_init__(self) -> None:

@@ -241,8 +241,9 @@ class Trainer:
     def _stop_reason(self, elapsed_s: float) -> str | None:
         """Why the run stops before its last step: "sample_budget", "time_limit", or None."""
         config = self.config
-        if config.sample_budget is not None and self.samples_total >= config.sample_budget:
-            return "sample_budget"
+        budget = config.sample_budget
+        if budget is not None and budget - self.samples_total < config.rollout.group_size:
+            return "sample_budget"  # spent, or what is left cannot hold one group
         if config.time_limit_s is not None and elapsed_s > config.time_limit_s:
             return "time_limit"
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
+import pytest
 import torch
 
 from gfcr.trainers import Trainer
@@ -98,13 +99,17 @@ def test_time_limit_stop_is_loud(make_config, caplog):
     assert (trainer.out / "checkpoints" / "step-000001").exists()
 
 
-def test_a_sample_budget_stops_the_run_quietly_with_a_held_out_evaluation(make_config, caplog):
-    # 2 prompts x 3 samples = 6 episodes per step: a budget of 7 is spent by step 2 of 5, whose
-    # batch is cut to the one group that the budget's last episode needs
-    trainer = Trainer(make_config(steps=5, sample_budget=7, log={"eval_every": 10, "eval_episodes": 4}))
+@pytest.mark.parametrize(("budget", "steps", "spent"), [(10, [1, 2], 9), (7, [1], 6)])
+def test_a_sample_budget_stops_the_run_quietly_with_a_held_out_evaluation(
+    make_config, caplog, budget, steps, spent
+):
+    # 2 prompts x 3 samples = 6 episodes per step: with 10, step 2's batch is cut to the one group
+    # that fits in the 4 left; with 7, the 1 left after step 1 holds no group: the run never passes it
+    config = make_config(steps=5, sample_budget=budget, log={"eval_every": 10, "eval_episodes": 4})
     with caplog.at_level(logging.WARNING):
-        history = trainer.train()
-    assert [m["step"] for m in history] == [1, 2]
+        history = Trainer(config).train()
+    assert [m["step"] for m in history] == steps
     assert history[-1]["run/stopped_for"] == "sample_budget" and "eval/reward_mean" in history[-1]
-    assert history[-1]["rollout/samples_total"] == 9 and history[-1]["rollout/groups"] == 1
+    assert history[-1]["rollout/samples_total"] == spent <= budget
+    assert history[-1]["rollout/groups"] == (1 if budget == 10 else 2)
     assert not any("TIME LIMIT" in r.getMessage() for r in caplog.records)
