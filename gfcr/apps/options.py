@@ -1,4 +1,5 @@
-"""Command-line options generated from a config dataclass's settings (`gfcr.core.config`).
+"""Command-line options: those several commands share, and those generated from a config
+dataclass's settings (`gfcr.core.config`).
 
 A command takes the config as one keyword parameter; `config_options` replaces it, in the
 signature typer reads, by one option per setting (name, type, default and help text from the
@@ -24,6 +25,29 @@ from gfcr.errors import ConfigError, GfcrError
 
 F = TypeVar("F", bound=Callable[..., Any])
 PLAIN = (str, int, float, bool, Path)
+
+# Options several commands share.
+Agent = Annotated[
+    str,
+    typer.Option(
+        "--agent",
+        "-a",
+        help="Policy spec: scripted:oracle, scripted:random, hf:PATH, vllm:PATH or openai:MODEL@BASE_URL.",
+    ),
+]
+EnvArgs = Annotated[
+    list[str] | None,
+    typer.Option("--env-arg", "-e", help="Env keyword KEY=VALUE (VALUE parsed as JSON if it can be)."),
+]
+Imports = Annotated[
+    list[str] | None,
+    typer.Option("--import", "-i", help="Import a module first (one that registers the env); repeatable."),
+]
+Resume = Annotated[
+    bool,
+    typer.Option("--resume", help="Keep the output, skip the episodes it holds, run its failed ones again."),
+]
+Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing --out file.")]
 
 
 def parse_env_args(pairs: Sequence[str]) -> dict[str, Any]:

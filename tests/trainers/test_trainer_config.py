@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gfcr.apps.cli import _apply_overrides
+from gfcr.apps.model_commands import apply_overrides
 from gfcr.errors import ConfigError
 from gfcr.trainers import TrainConfig
 from gfcr.trainers.trainer import pool_episodes
@@ -96,7 +96,7 @@ def test_toml_round_trip_and_overrides(tmp_path):
     assert config.pipeline.generate.tree.entropy_points == 2
     defaults = TrainConfig.from_dict(BASE)
     assert not defaults.pipeline.control.dynamic_sampling and not defaults.pipeline.overlong_penalty.enabled
-    data = _apply_overrides(
+    data = apply_overrides(
         config.to_dict(),
         ["steps=5", "optim.lr=2e-3", "loss.name=dapo", "model.path=other", "control.max_rounds=6"],
     )
@@ -148,7 +148,7 @@ def test_rollout_is_one_flat_table_of_the_trainers_keys_and_the_runners_settings
     assert all(s.name in str(error.value) for s in settings(RolloutConfig))  # the runner's keys too
     with pytest.raises(ConfigError, match=r"\[rollout\] top_p must be in \(0, 1\]"):
         TrainConfig.from_dict({**BASE, "rollout": {"top_p": 0}})
-    data = _apply_overrides(TrainConfig.from_dict(BASE).to_dict(), ["rollout.max_tokens=48"])
+    data = apply_overrides(TrainConfig.from_dict(BASE).to_dict(), ["rollout.max_tokens=48"])
     assert TrainConfig.from_dict(data).rollout.runner.sampling.max_tokens == 48
 
 
