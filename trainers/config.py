@@ -471,7 +471,8 @@ class TrainConfig:
         "Stop (with a checkpoint) once RL has generated this many episodes, dropped ones included, "
         "or what is left cannot hold one group: an equal budget when comparing settings (dynamic "
         "sampling spends more per step). A step generates no more than what is left (its rounds "
-        "are cut to the groups that fit); [async] batches made ahead are not cut.",
+        "are cut to the groups that fit; a tree's group costs its roots' whole trees); [async] "
+        "batches made ahead are not cut.",
     )
 
     def __post_init__(self) -> None:

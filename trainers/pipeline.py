@@ -264,11 +264,13 @@ class RolloutPipeline:
     def step(self, candidates: Sequence[str] | None = None, samples_left: int | None = None) -> StepBatch:
         """Choose → keep: one step's rollouts over `candidates` (task ids; None: the whole pool),
         generating no more than `samples_left` episodes where a group fits in it (a run's unspent
-        sample budget; dynamic sampling's refills stop at it)."""
+        sample budget, at `group_cost` episodes a group; dynamic sampling's refills stop at it)."""
         self.hook.stopped = self.hook.branched = self.batch_judge_failures = 0
         self.trimmed_leaves = self.extra_roots = 0
         self.busy_s = {"policy": 0.0, "env": 0.0}
         self.batch = batch = StepBatch({})
+        if samples_left is not None:  # the decide loop counts the samples it keeps: group_size a group
+            samples_left = samples_left * self.controller.config.group_size // self.group_cost
         batch.decided = self.controller.collect(self.sample, list(candidates or self.task_ids), samples_left)
         batch.groups, rescued = self._keep(batch.decided.groups)
         proposed = self.propose.run(self, batch) if self.propose is not None else {}
@@ -310,6 +312,17 @@ class RolloutPipeline:
         each leaf copied after the turns `[control] branch_at` names."""
         tokens = self.branch_tokens.leaves_per_root if self.branch_tokens is not None else 1
         return tokens * math.prod(1 + copies for copies in self.controller.branching.turns.values())
+
+    @property
+    def group_cost(self) -> int:
+        """Episodes one group of `group_size` generates: with trees, its roots' whole trees, the
+        leaves past the group included (`_exact` trims them after they ran; more only where a
+        task's turns were too short to branch and it needs extra roots).
+
+        A run's sample budget counts every episode generated, so a step cuts its groups, and
+        `gfcr train` stops, by this cost."""
+        group_size = self.controller.config.group_size
+        return self.roots(group_size) * self.leaves_per_root
 
     def roots(self, samples: int) -> int:
         """Root episodes that give at least `samples` samples when every root grows its whole tree."""

@@ -242,7 +242,7 @@ class Trainer:
         """Why the run stops before its last step: "sample_budget", "time_limit", or None."""
         config = self.config
         budget = config.sample_budget
-        if budget is not None and budget - self.samples_total < config.rollout.group_size:
+        if budget is not None and budget - self.samples_total < self.pipeline.group_cost:
             return "sample_budget"  # spent, or what is left cannot hold one group
         if config.time_limit_s is not None and elapsed_s > config.time_limit_s:
             return "time_limit"

@@ -40,3 +40,19 @@ def test_a_prompt_short_of_branch_points_gets_more_roots(make_config):
     assert metrics["generate/extra_roots"] > 0
     roots = {t.id.split(".")[0] for t in batch.generated}
     assert len(roots) == 4 + metrics["generate/extra_roots"]  # 2 prompts x 2 roots, and the extra ones
+
+
+def test_a_tree_run_never_passes_its_sample_budget(make_config):
+    # 1 entropy point x 2 children: a group of 4 is 2 roots of up to 3 leaves, so it costs 6 episodes
+    # (the surplus leaves ran before they were trimmed). 2 prompts a step: 12; with a budget of 20,
+    # step 2 has 8 left, room for one group of 6. Counted as groups of 4, it ran two: 24 episodes
+    config = make_config(
+        steps=5, sample_budget=20, generate={"tree": {"entropy_points": 1, "children": 2}},
+        rollout={"group_size": 4}, log={"eval_every": 0},
+    )  # fmt: skip
+    trainer = Trainer(config)
+    history = trainer.train()
+    assert trainer.pipeline.group_cost == 6
+    assert history[-1]["run/stopped_for"] == "sample_budget"
+    assert history[-1]["rollout/samples_total"] <= 20
+    assert [m["rollout/groups"] for m in history] == [2, 1]
