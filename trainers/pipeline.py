@@ -46,7 +46,7 @@ import gymnasium as gym
 import numpy as np
 
 from gfcr.agents import Runner, RunnerConfig
-from gfcr.control import Batch, GresoSelector, OffPolicyMix, RolloutController, guided
+from gfcr.control import Batch, GresoSelector, OffPolicyMix, RolloutController, SecSelector, guided
 from gfcr.control.curriculum import Difficulty, task_difficulty
 from gfcr.core import Controller, Decision, EnvConfig, EpisodeSpec, Policy, ReplaySink, Task, Trajectory
 from gfcr.core.admission import RESOURCES, add_waits
@@ -509,7 +509,7 @@ class RolloutPipeline:
             metrics["generate/entropy_mean"] = entropy
         if self.controller.curriculum is not None:  # the levels the next step chooses from
             metrics |= self.controller.curriculum.metrics()
-        if isinstance(self.controller.selector, GresoSelector):  # the rollouts its filter saved
+        if isinstance(self.controller.selector, GresoSelector | SecSelector):  # what it skipped, or chose
             metrics |= self.controller.selector.metrics()
         return metrics | rollout_metrics(batch)
 

@@ -251,6 +251,7 @@ class SecSelector:
     step_size: float = 0.5
     category: Callable[[str], str] = task_category
     values: dict[str, float] = field(default_factory=dict)  # Q per category seen (0 before any reward)
+    _chosen: dict[str, int] = field(default_factory=dict, repr=False)  # the last call's prompts by category
 
     def __post_init__(self) -> None:
         if self.temperature <= 0:
@@ -265,14 +266,30 @@ class SecSelector:
         for task_id in task_ids:
             pools.setdefault(self.category(task_id), []).append(task_id)
         chosen: list[str] = []
+        self._chosen = dict.fromkeys(pools, 0)
         while len(chosen) < num and pools:
             names = list(pools)
             q = np.array([self.values.get(c, 0.0) for c in names]) / self.temperature
             p = np.exp(q - q.max())  # softmax, shifted against overflow
-            pool = pools[names[rng.choice(len(names), p=p / p.sum())]]
-            chosen.append(pool.pop(int(rng.integers(len(pool)))))
+            category = names[rng.choice(len(names), p=p / p.sum())]
+            chosen.append(pools[category].pop(int(rng.integers(len(pools[category])))))
+            self._chosen[category] += 1
             pools = {c: ids for c, ids in pools.items() if ids}
         return chosen
+
+    def metrics(self) -> dict[str, float]:
+        """Each category's value and its share of the last call's prompts: where the bandit sends
+        the batch, and why.
+
+        >>> sec = SecSelector(temperature=0.1, values={"easy": 0.0, "mixed": 0.4})
+        >>> pool = ["easy/1", "easy/2", "mixed/1", "mixed/2"]
+        >>> _ = sec.select(pool, 2, PromptHistory(), np.random.default_rng(0))
+        >>> sec.metrics()["choose/sec/share/mixed"], sec.metrics()["choose/sec/value/mixed"]
+        (1.0, 0.4)
+        """
+        total = max(sum(self._chosen.values()), 1)
+        values = {f"choose/sec/value/{c}": q for c, q in self.values.items()}
+        return values | {f"choose/sec/share/{c}": n / total for c, n in self._chosen.items()}
 
     def learn(self, rewards: Mapping[str, Sequence[float]]) -> None:
         """Reward each category with the mean |advantage| of its groups; TD(0) update of its value."""

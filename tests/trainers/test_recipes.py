@@ -105,6 +105,8 @@ def test_the_recipe_runs_one_step_and_its_method_acts(path, tiny_model, parity_e
             assert trainer.controller.history.prior == recipe.pipeline.control.prior
         case "sec":  # the bandit learnt a value for the category it drew from
             assert isinstance(selector, SecSelector) and set(selector.values) == {"tooluse"}
+            assert m["choose/sec/share/tooluse"] == 1.0  # logged: where it sent the batch, and its value
+            assert m["choose/sec/value/tooluse"] == selector.values["tooluse"]
         case "ar3po":  # groups drawn in waves; every response kept for reuse
             assert m["decide/runs"] > m["decide/rounds"]
             stored = [t for t in trainer.last_rollout.generated if t.status == "ok"]
