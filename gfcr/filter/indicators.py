@@ -67,8 +67,17 @@ def cut_turns(trajectory: Trajectory) -> int:
 
 
 def rewarded_incorrect(trajectory: Trajectory) -> bool:
-    """A reward above 0 on work the env's own correctness signal calls wrong."""
-    return trajectory.status == "ok" and trajectory.total_reward > 0 and correctness(trajectory) is False
+    """A reward above 0 on work the env's own correctness signal calls wrong: the reward an
+    optimizer sees (`Trajectory.reward`), so a judge's or a majority vote's payment for a wrong
+    answer counts, not only the env's.
+
+    >>> from gfcr.core import Step
+    >>> voted = Trajectory("e", "a", "?", [Step("7", "", 0.0, True, False, {"correct": False})])
+    >>> voted.reward_terms["majority"] = 1.0  # TTRL: the group's most common answer, a wrong one
+    >>> rewarded_incorrect(voted)
+    True
+    """
+    return trajectory.status == "ok" and trajectory.reward > 0 and correctness(trajectory) is False
 
 
 def format_only(trajectory: Trajectory) -> bool:
@@ -110,7 +119,7 @@ def batch_indicators(trajectories: Sequence[Trajectory]) -> dict[str, float]:
     of one sample has no spread to measure and is not counted.
     """
     ok = [t for t in trajectories if t.status == "ok"]
-    rewarded = [t for t in ok if t.total_reward > 0]
+    rewarded = [t for t in ok if t.reward > 0]  # paid: the judge stage's reward where one ran
     n = max(len(ok), 1)
     groups = [g for g in group_by_task(trajectories).values() if len(g) >= 2]
     flat = [g for g in groups if zero_variance([t.total_reward for t in g])]

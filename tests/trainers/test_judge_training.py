@@ -62,7 +62,10 @@ def test_a_failed_gate_zeroes_the_reward_whatever_the_other_terms_say(make_confi
 def test_a_label_free_run_is_rewarded_and_decided_by_its_majority_vote(make_config):
     judge = {"verifier": 0.0, "majority": {"weight": 1.0}}
     trainer = Trainer(make_config(judge=judge, rollout={"group_size": 4}, steps=1))
-    trainer.train()
+    history = trainer.train()
+    paid = [t for t in trainer.last_rollout.generated if t.status == "ok" and t.reward > 0]
+    wrong = [t for t in paid if not t.signals["correct"]]  # the vote paid them; the env says wrong
+    assert history[-1]["diagnose/rewarded_incorrect_share"] == len(wrong) / max(len(paid), 1)
     for group in trained_groups(trainer):
         answers = [" ".join(t.steps[-1].action.split()) or None for t in group]
         counts = Counter(a for a in answers if a is not None)

@@ -26,7 +26,7 @@ NOT_CALIBRATED = (
 def reward_hacking(data: RunData, reverified: Reverification | None = None) -> Pathology:
     name = "reward_hacking"
     steps = trend(data, "diagnose/rewarded_incorrect_share")
-    rewarded = [t for t in data.ok if t.total_reward > 0]
+    rewarded = [t for t in data.ok if t.reward > 0]  # paid: the judge stage's reward where one ran
     if not data.ok and steps is None:
         return Pathology.unmeasurable(name, "no finished trajectories and no per-step reward indicators")
     checks: dict[str, list[Trajectory]] = {
