@@ -423,6 +423,10 @@ class DiagnoseConfig:
         THRESHOLDS["failed_share"][1], "Share of episodes failed by infrastructure."
     )
     replay_lag: float = setting(THRESHOLDS["replay_lag"][1], "Mean policy-version lag of replayed samples.")
+    process_unscored_share: float = setting(
+        THRESHOLDS["process_unscored_share"][1],
+        "Share of the steps (or lines) sent to the [judge.process] scorer that it gave no score.",
+    )
 
 
 @dataclass(frozen=True)

@@ -501,7 +501,12 @@ class RolloutPipeline:
             metrics["judge/gated_share"] = float(np.mean(gated)) if gated else 0.0
         if self.process is not None:
             scored, unscored = self.process_counts  # steps (or lines) scored, and left unscored
-            metrics |= {"judge/process_scored": float(scored), "judge/process_unscored": float(unscored)}
+            asked = scored + unscored
+            metrics |= {
+                "judge/process_scored": float(scored),
+                "judge/process_unscored": float(unscored),
+                "diagnose/process_unscored_share": unscored / asked if asked else 0.0,
+            }
         spread = [semantic_entropy(group) for group in batch.groups.values()]  # in meaning, nats
         metrics["judge/semantic_entropy_mean"] = float(np.mean(spread)) if spread else 0.0
         entropy = mean_token_entropy(generated)  # None where the policy reports no entropies

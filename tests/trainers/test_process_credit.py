@@ -5,6 +5,7 @@ policy's own tokenizer."""
 
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
@@ -107,6 +108,7 @@ def test_a_rules_scorer_shapes_each_turns_advantage_in_a_gfcr_train_step(make_co
     unchecked = sum(not s.signals["checked"] for t in episodes for s in t.steps)  # e.g. a malformed tool call
     assert metrics["judge/process_scored"] == sum(len(t.steps) for t in episodes) - unchecked > 0
     assert metrics["judge/process_unscored"] == unchecked
+    assert metrics["diagnose/process_unscored_share"] == unchecked / sum(len(t.steps) for t in episodes)
     for trajectory in episodes:  # each step's score is its progress over the best level before it
         levels = [checked_level(s.signals) for s in trajectory.steps]
         best = [max([0.0, *(v for v in levels[:i] if v is not None)]) for i in range(len(levels))]
@@ -135,10 +137,11 @@ def test_a_rules_scorer_shapes_each_turns_advantage_in_a_gfcr_train_step(make_co
 
 
 def test_a_policy_prm_that_answers_nothing_readable_scores_no_step_in_a_gfcr_train_step(
-    make_config, steps_env, tiny_model
+    make_config, steps_env, tiny_model, caplog
 ):
-    """The tiny model as the PRM answers noise: every step is unscored (not 0), and the advantages
-    are the outcome's alone."""
+    """The tiny model as the PRM answers noise: every step is unscored (not 0), the advantages are
+    the outcome's alone, and the trainer warns that the PRM changes nothing (SmolLM2-135M as its
+    own PRM scored 0 of about 90 lines a step on math: docs/benchmarks.md)."""
     process = {"weight": 1.0, "scorer": f"hf:{tiny_model}", "max_tokens": 4}
     trainer = Trainer(make_config(env={"id": steps_env, "num_tasks": 8}, judge={"process": process},
                                   rollout={"max_turns": TURNS}))  # fmt: skip
@@ -149,6 +152,10 @@ def test_a_policy_prm_that_answers_nothing_readable_scores_no_step_in_a_gfcr_tra
     assert not any("process_score" in s.signals for t in batch.trained for s in t.steps)
     plain = samples_from_groups(batch.groups, "grpo")
     assert [s.advantages for s in trainer.pipeline.credit(batch)] == [s.advantages for s in plain]
+    assert metrics["diagnose/process_unscored_share"] == 1.0
+    with caplog.at_level(logging.WARNING, logger="gfcr.trainers.watch"):
+        assert "diagnose/process_unscored_share" in trainer.watch.check(1, metrics)
+    assert "point [judge.process] scorer at a stronger model" in caplog.text
 
 
 def test_rules_where_the_env_has_none_are_a_config_error(make_config):
