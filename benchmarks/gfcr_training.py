@@ -19,7 +19,8 @@ throws away). Per variant, over seeds (mean ± 95% t-interval):
   signal SEC's and VCRL's selection seeks), groups rescued by replay (AR3PO), the importance ratio
   of replayed samples (RePO), the clipped share of the loss (GSPO clips whole sequences), the
   semantic entropy SEED-GRPO scales advantages by, the share of rewarded episodes the verifier
-  rejects (TTRL's majority-vote labels, a judge's reward) and the pool's prompts GRESO's filter
+  rejects (TTRL's majority-vote labels, a judge's reward), the episodes a judge could not score and
+  the units (lines) a PRM scored or left unscored per step, and the pool's prompts GRESO's filter
   skipped per step; columns no run moved are left out.
 
 `--recipes NAME ...` compares recipes instead: each `examples/methods/NAME.toml` is a variant of
@@ -185,6 +186,9 @@ MECHANISMS = {  # column -> (numerator, denominator or None): means over a run's
     "clipped share": ("loss/clip_frac", None),
     "semantic entropy": ("judge/semantic_entropy_mean", None),
     "rewarded-incorrect share": ("diagnose/rewarded_incorrect_share", None),
+    "judge failures per step": ("judge/failures", None),
+    "PRM units scored per step": ("judge/process_scored", None),
+    "PRM units unscored per step": ("judge/process_unscored", None),
     "prompts skipped (GRESO)": ("choose/greso/skipped", None),
 }
 
