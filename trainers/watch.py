@@ -31,7 +31,12 @@ WATCHED = {
         "truncated_share",
         "episodes cut off by a limit; enable [overlong_penalty] or change [rollout] max_tokens / max_turns",
     ),
-    "diagnose/failed_share": ("failed_share", "episodes failed by infrastructure; see the failure reasons"),
+    "diagnose/failed_share": (
+        "failed_share",
+        "episodes failed by infrastructure, those a judge gave no score included (judge/failures: a "
+        "judge model too weak to write its verdict line fails every episode; point [judge.llm] model "
+        "at a stronger one); see the failure reasons",
+    ),
     "diagnose/replay_lag": ("replay_lag", "policy versions behind, on average; lower [replay] max_staleness"),
     "diagnose/process_unscored_share": (
         "process_unscored_share",

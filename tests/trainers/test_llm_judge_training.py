@@ -4,6 +4,7 @@ episode it judged is a judge failure left out of training, never scored 0."""
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 
@@ -47,7 +48,11 @@ def test_a_pairwise_judges_scores_are_the_llm_term_of_the_reward_the_advantages_
     assert [s.advantage for s in samples] == pytest.approx(expected)
 
 
-def test_the_tiny_model_as_judge_makes_every_episode_a_judge_failure_not_a_zero(make_config, tiny_model):
+def test_the_tiny_model_as_judge_makes_every_episode_a_judge_failure_not_a_zero(
+    make_config, tiny_model, caplog
+):
+    """And the trainer's warning names the judge as the cause (SmolLM2-135M as RULER's judge on
+    math failed every episode of every step: docs/benchmarks.md)."""
     judge = {"llm": {"model": f"hf:{tiny_model}", "mode": "pointwise", "max_tokens": 4, "deadline_s": 120.0}}
     trainer = Trainer(make_config(judge=judge, steps=1))
     assert [w.name for w in trainer.pipeline.judge.terms] == ["verifier", "llm"]
@@ -57,3 +62,6 @@ def test_the_tiny_model_as_judge_makes_every_episode_a_judge_failure_not_a_zero(
     judged = [t for t in batch.generated if t.failure is None or t.failure.startswith("judge_failure")]
     assert judged and all(t.status == "failed" and t.signals["judge_failure"] for t in judged)
     assert metrics["judge/failures"] == len(judged) and metrics["credit/samples"] == 0
+    with caplog.at_level(logging.WARNING, logger="gfcr.trainers.watch"):
+        assert "diagnose/failed_share" in trainer.watch.check(1, metrics)
+    assert "point [judge.llm] model at a stronger one" in caplog.text
