@@ -134,7 +134,7 @@ def run(
             "log.progress=false",
         ]
         command = [sys.executable, "-m", "gfcr", "train", config, "--no-resume"]
-        for override in base + overrides + variant:
+        for override in overrides + variant + base:  # the user's --set last: it wins
             command += ["--set", override]
         print(f"{out}: {' '.join(command[3:])}", flush=True)
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
@@ -347,7 +347,11 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, default=0.5, help="held-out eval reward to reach")
     parser.add_argument("--runs", default="runs/gfcr-training")
     parser.add_argument(
-        "--set", action="append", default=[], dest="base", help="a `gfcr train --set` for every variant"
+        "--set",
+        action="append",
+        default=[],
+        dest="base",
+        help="a `gfcr train --set` for every variant, over its own settings (e.g. a recipe's PRM scorer)",
     )
     parser.add_argument("--baseline", default="grpo", help="the variant paired differences are against")
     parser.add_argument("--json", help="write the summary here")

@@ -162,6 +162,8 @@ def parity_env():
     from gfcr.registry import register_env
 
     class Parity(ToolUseEnv):
+        process_rules = None  # nothing is looked up: ToolUse's rule has nothing to read
+
         def respond(self, action: Action) -> Outcome:
             reward = float(len(action.text) % 2)
             return Outcome(

@@ -423,9 +423,9 @@ class DiagnoseConfig:
         THRESHOLDS["failed_share"][1], "Share of episodes failed by infrastructure."
     )
     replay_lag: float = setting(THRESHOLDS["replay_lag"][1], "Mean policy-version lag of replayed samples.")
-    process_unscored_share: float = setting(
-        THRESHOLDS["process_unscored_share"][1],
-        "Share of the steps (or lines) sent to the [judge.process] scorer that it gave no score.",
+    prm_unscored_share: float = setting(
+        THRESHOLDS["prm_unscored_share"][1],
+        "Share of the steps (or lines) a PRM (a model as [judge.process] scorer) left unscored.",
     )
 
 

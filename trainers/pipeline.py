@@ -56,7 +56,7 @@ from gfcr.errors import ConfigError
 from gfcr.filter import JudgeStage, OverlongPenalty
 from gfcr.filter.entropy import mean_token_entropy
 from gfcr.filter.indicators import batch_indicators, zero_variance
-from gfcr.filter.process import ByEnv, ProcessScorer
+from gfcr.filter.process import ByEnv, PolicyPRM, ProcessScorer
 from gfcr.filter.process_credit import ProcessConfig, ProcessJudge
 from gfcr.filter.seed_grpo import SeedGRPO
 from gfcr.filter.semantic import semantic_entropy
@@ -501,12 +501,9 @@ class RolloutPipeline:
             metrics["judge/gated_share"] = float(np.mean(gated)) if gated else 0.0
         if self.process is not None:
             scored, unscored = self.process_counts  # steps (or lines) scored, and left unscored
-            asked = scored + unscored
-            metrics |= {
-                "judge/process_scored": float(scored),
-                "judge/process_unscored": float(unscored),
-                "diagnose/process_unscored_share": unscored / asked if asked else 0.0,
-            }
+            metrics |= {"judge/process_scored": float(scored), "judge/process_unscored": float(unscored)}
+            if isinstance(self.process.scorer, PolicyPRM) and scored + unscored:  # a rule's None: no check
+                metrics["diagnose/prm_unscored_share"] = unscored / (scored + unscored)
         spread = [semantic_entropy(group) for group in batch.groups.values()]  # in meaning, nats
         metrics["judge/semantic_entropy_mean"] = float(np.mean(spread)) if spread else 0.0
         entropy = mean_token_entropy(generated)  # None where the policy reports no entropies

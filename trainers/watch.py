@@ -38,11 +38,11 @@ WATCHED = {
         "at a stronger one); see the failure reasons",
     ),
     "diagnose/replay_lag": ("replay_lag", "policy versions behind, on average; lower [replay] max_staleness"),
-    "diagnose/process_unscored_share": (
-        "process_unscored_share",
-        "steps (or lines) the process scorer gave no score, so they carry no process advantage: a PRM "
-        "that writes no readable verdict line costs its calls and changes nothing; point [judge.process] "
-        "scorer at a stronger model, raise its max_tokens, or drop [judge.process]",
+    "diagnose/prm_unscored_share": (
+        "prm_unscored_share",
+        "steps (or lines) the PRM gave no score, so they carry no process advantage: a PRM that writes "
+        "no readable verdict line costs its calls and changes nothing; point [judge.process] scorer at "
+        "a stronger model, raise its max_tokens, or drop [judge.process]",
     ),
 }
 

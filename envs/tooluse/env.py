@@ -11,7 +11,9 @@ initialised model learns to read it within minutes). Turn 2: reply with the code
 for the right code after a lookup, 0.0 otherwise (a right guess without a lookup earns nothing:
 the task is to use the tool).
 
-Signals: `format_ok` (the action could be read), `used_tool` (lookup was called), `correct`.
+Signals: `format_ok` (the action could be read), `used_tool` (lookup was called), `answered`
+(the step was the reply), `correct`. The family's process rule (`[judge.process] scorer =
+"rules"`) scores the tool steps by them (`lookup_level`): the first one that looked the code up.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from gfcr.core import Action, Message, Task, ToolSpec
+from gfcr.core.trajectory import Signals
 from gfcr.envs.base import Outcome, TextEnv
 from gfcr.envs.budget import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STEP_TIME_S
 from gfcr.envs.tasks import TaskSource
 from gfcr.errors import ConfigError
+from gfcr.filter.process import ProcessScorer, ProgressScorer
 
 LOOKUP_CALL = '<tool_call>{"name": "lookup", "arguments": {}}</tool_call>'
 PROMPT = "What is the code of locker {name}? Look it up, then reply with the code only."
@@ -71,6 +75,21 @@ def _index_of(num_tasks: int, task_id: str) -> int | None:
     return int(number)
 
 
+def lookup_level(signals: Signals) -> float | None:
+    """A tool step's level: 1 once the code was looked up, 0 before (a malformed call, another
+    tool); the reply is the outcome's to judge (None). Scored as progress (`ProgressScorer`), only
+    the first lookup pays.
+
+    >>> lookup_level({"used_tool": True}), lookup_level({"used_tool": False})
+    (1.0, 0.0)
+    >>> lookup_level({"used_tool": True, "answered": True, "correct": True}) is None
+    True
+    """
+    if signals.get("answered"):
+        return None
+    return 1.0 if signals.get("used_tool") else 0.0
+
+
 class ToolUseEnv(TextEnv):
     """Look up a locker's code with the `lookup` tool and answer with it.
 
@@ -84,8 +103,10 @@ class ToolUseEnv(TextEnv):
     signal_defaults: ClassVar[dict[str, float | bool]] = {
         "format_ok": False,
         "used_tool": False,
+        "answered": False,
         "correct": False,
     }
+    process_rules: ClassVar[ProcessScorer | None] = ProgressScorer(lookup_level)
 
     def __init__(
         self,
@@ -149,7 +170,7 @@ class ToolUseEnv(TextEnv):
             observation = "No lookup was made: call the lookup tool before answering."
         else:
             observation = f"Wrong: {answer[:40]!r} is not the code."
-        signals = {"format_ok": True, "used_tool": self.used_tool, "correct": correct}
+        signals = {"format_ok": True, "used_tool": self.used_tool, "answered": True, "correct": correct}
         return Outcome(observation, reward=float(correct), terminated=True, signals=signals)
 
     @classmethod

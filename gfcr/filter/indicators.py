@@ -42,7 +42,7 @@ THRESHOLDS: dict[str, tuple[float, float, float]] = {
     "idle_share": (0.25, 0.5, 0.75),  # of episodes' wall time: neither in the policy nor the env
     "replay_lag": (2.0, 4.0, 8.0),  # mean policy-version lag of replayed samples
     "entropy_drop": (0.5, 0.75, 0.9),  # 1 - late / early mean token entropy over training
-    "process_unscored_share": (0.2, 0.5, 0.9),  # steps (or lines) a process scorer gave no score
+    "prm_unscored_share": (0.2, 0.5, 0.9),  # steps (or lines) a PRM (a model) gave no score
 }
 
 

@@ -108,7 +108,7 @@ def test_a_rules_scorer_shapes_each_turns_advantage_in_a_gfcr_train_step(make_co
     unchecked = sum(not s.signals["checked"] for t in episodes for s in t.steps)  # e.g. a malformed tool call
     assert metrics["judge/process_scored"] == sum(len(t.steps) for t in episodes) - unchecked > 0
     assert metrics["judge/process_unscored"] == unchecked
-    assert metrics["diagnose/process_unscored_share"] == unchecked / sum(len(t.steps) for t in episodes)
+    assert "diagnose/prm_unscored_share" not in metrics  # a rule's unscored step had nothing to check
     for trajectory in episodes:  # each step's score is its progress over the best level before it
         levels = [checked_level(s.signals) for s in trajectory.steps]
         best = [max([0.0, *(v for v in levels[:i] if v is not None)]) for i in range(len(levels))]
@@ -152,9 +152,9 @@ def test_a_policy_prm_that_answers_nothing_readable_scores_no_step_in_a_gfcr_tra
     assert not any("process_score" in s.signals for t in batch.trained for s in t.steps)
     plain = samples_from_groups(batch.groups, "grpo")
     assert [s.advantages for s in trainer.pipeline.credit(batch)] == [s.advantages for s in plain]
-    assert metrics["diagnose/process_unscored_share"] == 1.0
+    assert metrics["diagnose/prm_unscored_share"] == 1.0
     with caplog.at_level(logging.WARNING, logger="gfcr.trainers.watch"):
-        assert "diagnose/process_unscored_share" in trainer.watch.check(1, metrics)
+        assert "diagnose/prm_unscored_share" in trainer.watch.check(1, metrics)
     assert "point [judge.process] scorer at a stronger model" in caplog.text
 
 
