@@ -145,7 +145,7 @@ def summarise(runs: list[list[dict[str, Any]]], threshold: float) -> dict[str, A
     """The variant's figures over its seeds."""
     finals, bests, to_threshold, zero_variance, updates, acted = [], [], [], [], [], []
     for metrics in runs:
-        updates.append(max(m["step"] for m in metrics))
+        updates.append(sum(m.get("update/skipped") == 0.0 for m in metrics if "rollout/samples_total" in m))
         acted.append(  # what the module did: groups dropped (dynamic sampling, early stopping), rescued
             sum(m.get("rollout/dropped_groups", 0) + m.get("rollout/rescued", 0) for m in metrics)
         )
