@@ -423,6 +423,10 @@ class DiagnoseConfig:
         THRESHOLDS["failed_share"][1], "Share of episodes failed by infrastructure."
     )
     replay_lag: float = setting(THRESHOLDS["replay_lag"][1], "Mean policy-version lag of replayed samples.")
+    shaping_only_share: float = setting(
+        THRESHOLDS["shaping_only_share"][1],
+        "Share of trained groups whose reward spread is length shaping alone (the outcomes all equal).",
+    )
     prm_unscored_share: float = setting(
         THRESHOLDS["prm_unscored_share"][1],
         "Share of the steps (or lines) a PRM (a model as [judge.process] scorer) left unscored.",

@@ -55,7 +55,7 @@ from gfcr.core.policy import version_number
 from gfcr.errors import ConfigError
 from gfcr.filter import JudgeStage, OverlongPenalty
 from gfcr.filter.entropy import mean_token_entropy
-from gfcr.filter.indicators import batch_indicators, zero_variance
+from gfcr.filter.indicators import batch_indicators, shaping_only, zero_variance
 from gfcr.filter.process import ByEnv, PolicyPRM, ProcessScorer
 from gfcr.filter.process_credit import ProcessConfig, ProcessJudge
 from gfcr.filter.seed_grpo import SeedGRPO
@@ -626,12 +626,14 @@ def mixed_version_turns(trajectory: Trajectory) -> int:
 
 def rollout_metrics(batch: StepBatch) -> dict[str, float]:
     """Reward, spread and length statistics of one step: of every episode generated (dropped
-    groups included), and of the groups trained on, with the rewards their advantages use; and the
+    groups included), and of the groups trained on, with the rewards their advantages use (their
+    zero-variance share, and the share whose spread is length shaping alone); and the
     seconds its episodes queued for each shared resource, summed (`rollout/wait_s/sandbox`, …)."""
     generated = batch.generated
     rewards = np.array([t.total_reward for t in generated if t.status == "ok"] or [0.0])
     zero_std = [zero_variance([t.total_reward for t in g]) for g in group_by_task(generated).values()]
     trained = [zero_variance([t.reward for t in g]) for g in batch.groups.values()]
+    shaped = [shaping_only(g) for g in batch.groups.values()]
     lengths = [sum(t.tokens.loss_mask) for t in generated if t.tokens is not None]
     turns = [len(t.steps) for t in generated]
     metrics = {
@@ -639,6 +641,7 @@ def rollout_metrics(batch: StepBatch) -> dict[str, float]:
         "rollout/reward_std": float(rewards.std()),
         "rollout/frac_zero_std": float(np.mean(zero_std)) if zero_std else 0.0,
         "rollout/zero_variance_share": float(np.mean(trained)) if trained else 0.0,
+        "diagnose/shaping_only_share": float(np.mean(shaped)) if shaped else 0.0,
         "rollout/groups": len(batch.groups),
         "rollout/dropped_groups": batch.decided.dropped,
         "rollout/stopped_groups": len(batch.decided.stopped),

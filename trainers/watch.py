@@ -38,6 +38,13 @@ WATCHED = {
         "at a stronger one); see the failure reasons",
     ),
     "diagnose/replay_lag": ("replay_lag", "policy versions behind, on average; lower [replay] max_staleness"),
+    "diagnose/shaping_only_share": (
+        "shaping_only_share",
+        "groups trained on whose reward spread is length shaping alone (every answer equally right or "
+        "wrong): GRPO's std normalisation scales that spread up to whole advantages, so they train "
+        "length, not the task; set [control] dynamic_sampling = true (it drops them), [loss] "
+        "estimator = 'dr_grpo' (no std normalisation), or lower the length term's weight",
+    ),
     "diagnose/prm_unscored_share": (
         "prm_unscored_share",
         "steps (or lines) the PRM gave no score, so they carry no process advantage: a PRM that writes "

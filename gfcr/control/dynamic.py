@@ -10,8 +10,9 @@ early stopping (`gfcr.control.EarlyStopping`), which ends a prompt once its grou
 groups early stopping dropped are refilled by the next round like any other dropped group.
 Rewards are `Trajectory.reward`: the judge stage's (what the optimizer sees), so a label-free run
 decides on its votes, never on the gold answer; the env's own reward where no judge stage ran. A
-group's spread is that of its outcomes (`outcome_reward`: DAPO's overlong penalty left out, as
-DAPO filters on accuracy), so length alone never makes a group informative.
+group's spread is that of its outcomes (`outcome_reward`: the length shaping, DAPO's overlong
+penalty or a group length term, left out, as DAPO filters on accuracy), so length alone never makes
+a group informative.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from gfcr.filter.compose import (
 from gfcr.filter.judge_config import LLMJudgeConfig
 from gfcr.filter.process_credit import ProcessConfig
 from gfcr.filter.semantic import vote_clusters
-from gfcr.filter.signals import OVERLONG_TERM
+from gfcr.filter.signals import LENGTH_TERM, OVERLONG_TERM
 
 LENGTH_KINDS = ("none", "shorter_better", "kimi")
 
@@ -137,7 +137,7 @@ class JudgeConfig:
             terms.append(Weighted("majority", MajorityVote(vote_clusters), self.majority.weight))
         length = self.length.term()
         if length is not None and self.length.weight:
-            terms.append(Weighted("length", length, self.length.weight))
+            terms.append(Weighted(LENGTH_TERM, length, self.length.weight))
         return terms
 
     def stage(self, overlong: OverlongPenalty | None = None, extra: Sequence[Weighted] = ()) -> JudgeStage:

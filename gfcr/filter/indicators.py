@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from gfcr.core import Trajectory, solved
+from gfcr.filter.signals import outcome_reward
 from gfcr.generate.groups import group_by_task
 
 # The signal that says whether the work is correct, by env family: math and tool use `correct`,
@@ -43,6 +44,7 @@ THRESHOLDS: dict[str, tuple[float, float, float]] = {
     "replay_lag": (2.0, 4.0, 8.0),  # mean policy-version lag of replayed samples
     "entropy_drop": (0.5, 0.75, 0.9),  # 1 - late / early mean token entropy over training
     "prm_unscored_share": (0.2, 0.5, 0.9),  # steps (or lines) a PRM (a model) gave no score
+    "shaping_only_share": (0.1, 0.25, 0.5),  # trained groups whose reward spread is length shaping alone
 }
 
 
@@ -104,6 +106,24 @@ def episode_length(trajectory: Trajectory) -> int:
 def zero_variance(rewards: Sequence[float]) -> bool:
     """Whether a group's rewards are all equal: its advantages are all 0, no signal."""
     return float(np.ptp(rewards)) == 0.0 if len(rewards) else True
+
+
+def shaping_only(group: Sequence[Trajectory]) -> bool:
+    """Whether a group's reward spread is all length shaping: its rewards differ while its outcomes
+    (`outcome_reward`: the reward without `SHAPING_TERMS`) do not, e.g. every answer wrong and
+    ShorterBetter's length term telling them apart. GRPO's std normalisation scales that spread up
+    to whole-unit advantages, so such a group trains length, not the task.
+
+    >>> from gfcr.core import Step
+    >>> from gfcr.filter.signals import LENGTH_TERM
+    >>> def wrong(length_term):
+    ...     t = Trajectory("e", "t", "?", [Step("x", "", 0.0, True, False)])
+    ...     t.reward_terms = {"verifier": 0.0, LENGTH_TERM: length_term}
+    ...     return t
+    >>> shaping_only([wrong(-0.002), wrong(-0.005)]), shaping_only([wrong(-0.002), wrong(-0.002)])
+    (True, False)
+    """
+    return not zero_variance([t.reward for t in group]) and zero_variance([outcome_reward(t) for t in group])
 
 
 def lag(trajectory: Trajectory, current_version: int) -> int | None:

@@ -7,6 +7,7 @@ how to use the advantages).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -71,21 +72,25 @@ def overlong_penalty(length: int, max_length: int, cache_length: int) -> float:
 
 
 OVERLONG_TERM = "overlong_penalty"  # the judge stage's name for DAPO's penalty in `reward_terms`
+LENGTH_TERM = "length"  # and for a group length term's (ShorterBetter's, Kimi's)
+SHAPING_TERMS = (OVERLONG_TERM, LENGTH_TERM)  # terms that shape length, not judge the work
 
 
 def outcome_reward(trajectory: Trajectory) -> float:
-    """The episode's reward without DAPO's overlong penalty: its outcome, which dynamic sampling
-    judges a group's spread by (DAPO, eq. 11: neither every answer right nor every one wrong). The
-    penalty is length shaping: lengths differ in nearly every group, so counting it would keep
-    all-wrong groups as informative and train length alone.
+    """The episode's reward without its length shaping (`SHAPING_TERMS`: DAPO's overlong penalty,
+    a group length term): its outcome, which dynamic sampling judges a group's spread by (DAPO,
+    eq. 11: neither every answer right nor every one wrong). Lengths differ in nearly every group,
+    so counting the shaping would keep all-wrong groups as informative and train length alone.
 
     >>> from gfcr.core import Step
     >>> t = Trajectory("e", "t", "?", [Step("x", "", 0.0, True, False)])
-    >>> t.reward_terms = {"verifier": 0.0, OVERLONG_TERM: -0.5}
+    >>> t.reward_terms = {"verifier": 0.0, OVERLONG_TERM: -0.5, LENGTH_TERM: -0.01}
     >>> t.reward, outcome_reward(t)
-    (-0.5, 0.0)
+    (-0.51, 0.0)
     """
-    return trajectory.reward - trajectory.reward_terms.get(OVERLONG_TERM, 0.0)
+    if not trajectory.reward_terms:
+        return trajectory.reward
+    return math.fsum(part for term, part in trajectory.reward_terms.items() if term not in SHAPING_TERMS)
 
 
 def response_length(trajectory: Trajectory) -> int:

@@ -123,18 +123,22 @@ def test_dynamic_sampling_refills_no_further_than_the_runs_unspent_budget():
     assert free.samples == 8 * 3 * 4
 
 
-def test_dynamic_sampling_judges_a_groups_spread_by_its_outcomes_not_the_overlong_penalty():
+@pytest.mark.parametrize(
+    ("term", "shaping"),
+    [("overlong_penalty", [0.0, -0.25, -0.5, -1.0]), ("length", [-0.001, -0.002, -0.004, -0.008])],
+)
+def test_dynamic_sampling_judges_a_groups_spread_by_its_outcomes_not_its_length_shaping(term, shaping):
     """Regression (found measuring the DAPO recipe): every answer wrong but of different lengths,
     the penalty's spread kept the group, and DAPO trained length alone (22 → 8 tokens) where its
-    filter asks for a spread of accuracy."""
+    filter asks for a spread of accuracy. A group length term (ShorterBetter's) is shaping too."""
     outcomes = {"all-wrong": [0.0] * 4, "mixed": [1.0, 0.0, 1.0, 0.0]}
 
     def run(plan: dict[str, int]) -> list[Trajectory]:
         episodes = []
         for task_id in plan:
-            for outcome, penalty in zip(outcomes[task_id], [0.0, -0.25, -0.5, -1.0], strict=True):
+            for outcome, part in zip(outcomes[task_id], shaping, strict=True):
                 t = Trajectory("e", task_id, "?", [Step("x", "", outcome, True, False)])
-                t.reward_terms = {"verifier": outcome, "overlong_penalty": penalty}
+                t.reward_terms = {"verifier": outcome, term: part}
                 episodes.append(t)
         return episodes
 

@@ -67,3 +67,32 @@ def test_gfcr_train_writes_the_criteria_report(train_toml, tmp_path):
     assert (tmp_path / "run" / "diagnose" / "index.html").exists()
     # a random tiny model never solves ToolUse: every group is flat, and the report says so
     assert "zero_variance_groups (high)" in result.output and "[sft] steps" in result.output
+
+
+def test_groups_trained_on_length_shaping_alone_are_measured_and_warned_about(caplog):
+    """Found measuring ShorterBetter: where every answer of a group is wrong its length term is the
+    only spread, GRPO's std normalisation scales it up to whole advantages, and the run trained length
+    (21-24 tokens grew to the 32-token cap). The trainer measures such groups and names the levers."""
+    from gfcr.core import Step, Trajectory
+    from gfcr.filter import group_advantages
+    from gfcr.trainers.config import DiagnoseConfig
+    from gfcr.trainers.pipeline import StepBatch, rollout_metrics
+    from gfcr.trainers.watch import PathologyWatch
+
+    def episode(task_id: str, outcome: float, length_term: float) -> Trajectory:
+        t = Trajectory("e", task_id, "?", [Step("x", "", outcome, True, False)])
+        t.reward_terms = {"verifier": outcome, "length": length_term}
+        return t
+
+    wrong = [episode("wrong", 0.0, -0.001 * n) for n in (2, 5, 9, 3)]  # spread: length alone
+    mixed = [episode("mixed", r, -0.001 * n) for r, n in ((1.0, 2), (0.0, 5), (1.0, 9), (0.0, 3))]
+    metrics = rollout_metrics(StepBatch({"wrong": wrong, "mixed": mixed}, generated=wrong + mixed))
+    assert metrics["diagnose/shaping_only_share"] == 0.5
+
+    lengths_only = [t.reward for t in wrong]
+    assert max(abs(group_advantages(lengths_only, "grpo"))) > 1.0  # the 0.007 spread, blown up
+    assert max(abs(group_advantages(lengths_only, "dr_grpo"))) < 0.01  # the lever: left at its scale
+    with caplog.at_level(logging.WARNING, logger="gfcr.trainers.watch"):
+        assert "diagnose/shaping_only_share" in PathologyWatch(DiagnoseConfig()).check(1, metrics)
+    (warning,) = [r.getMessage() for r in caplog.records if "shaping_only_share" in r.getMessage()]
+    assert "dynamic_sampling = true" in warning and "estimator = 'dr_grpo'" in warning
