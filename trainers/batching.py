@@ -281,11 +281,33 @@ def token_logprobs(model: torch.nn.Module | Callable[..., Any], batch: MicroBatc
     """log π(token_{t+1} | tokens_<=t) under `model`'s raw logits (as the rollout reports them),
     shape (B, L-1), float32. `model`: a causal LM, or any callable taking its keywords.
 
-    The (B, L, V) logits are the one full-vocabulary tensor kept (V is 49k for SmolLM2, 150k for
-    Qwen): `SelectedLogprob` works through them a chunk of positions at a time.
+    Only the positions from the batch's first loss token on are scored; the ones before it (the
+    prompts, 0.0 here) predict nothing the loss, the KL or a recomputed π_old reads. The
+    model is asked for those positions' logits alone (`logits_to_keep`): the vocabulary
+    projection and its gradient skip the prompt, which is most of a multi-turn sample's length,
+    the values the same to float rounding. The (B, kept, V) logits are the one full-vocabulary tensor kept
+    (V is 49k for SmolLM2, 150k for Qwen): `SelectedLogprob` works through them a chunk of
+    positions at a time.
     """
-    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, **batch.vision).logits
-    return cast(torch.Tensor, SelectedLogprob.apply(logits, batch.input_ids[:, 1:]))
+    first = first_loss_position(batch.loss_mask)
+    keep = batch.input_ids.shape[1] - first
+    out = model(
+        input_ids=batch.input_ids, attention_mask=batch.attention_mask, logits_to_keep=keep, **batch.vision
+    )
+    logits = out.logits[:, -keep:]  # a model that ignores logits_to_keep gives every position
+    scored = cast(torch.Tensor, SelectedLogprob.apply(logits, batch.input_ids[:, first + 1 :]))
+    return torch.nn.functional.pad(scored, (first, 0))
+
+
+def first_loss_position(loss_mask: torch.Tensor) -> int:
+    """The first position (of L-1) where any row of `loss_mask` (B, L-1) has a loss token; 0 when
+    none has one.
+
+    >>> first_loss_position(torch.tensor([[0.0, 0.0, 1.0, 1.0], [0.0, 1.0, 1.0, 0.0]]))
+    1
+    """
+    scored = loss_mask.any(dim=0).nonzero()
+    return int(scored[0]) if len(scored) else 0
 
 
 class SelectedLogprob(torch.autograd.Function):

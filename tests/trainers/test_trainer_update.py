@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from gfcr.trainers.batching import Sample, SelectedLogprob, collate, token_logprobs
+from gfcr.trainers.batching import Sample, SelectedLogprob, collate, first_loss_position, token_logprobs
 from gfcr.trainers.config import LossConfig
 from gfcr.trainers.update import UpdateSettings, accumulate_gradients, correct_off_policy, policy_update
 
@@ -201,8 +201,9 @@ def test_a_batch_without_signal_takes_no_optimizer_step(model):
 def test_token_logprobs_and_their_gradients_equal_the_full_log_softmax(
     model, monkeypatch, positions_per_chunk
 ):
-    """The chunked logprob (one full-vocabulary tensor kept) against autograd's log-softmax and
-    gather: the same values and the same parameter gradients, however the positions are chunked."""
+    """The chunked logprob (one full-vocabulary tensor kept, of the positions from the first loss
+    token on) against autograd's log-softmax and gather over every position: the same values and
+    the same parameter gradients, however the positions are chunked; 0.0 before the first."""
     batch = collate(_samples(5, seed=3))
     weights = torch.randn(batch.loss_mask.shape, generator=torch.Generator().manual_seed(0))
 
@@ -222,7 +223,9 @@ def test_token_logprobs_and_their_gradients_equal_the_full_log_softmax(
     monkeypatch.setattr(SelectedLogprob, "CHUNK_ELEMENTS", vocab * positions_per_chunk)
     chunked, chunked_grads = gradients(lambda: token_logprobs(model, batch))
     full, full_grads = gradients(by_autograd)
-    torch.testing.assert_close(chunked, full)
+    first = first_loss_position(batch.loss_mask)
+    assert first > 0 and torch.all(chunked[:, :first] == 0.0)  # the prompt predicts no loss token
+    torch.testing.assert_close(chunked[:, first:], full[:, first:])
     assert chunked_grads.keys() == full_grads.keys() and chunked_grads
     for name, grad in full_grads.items():
         torch.testing.assert_close(chunked_grads[name], grad)
