@@ -281,13 +281,12 @@ def token_logprobs(model: torch.nn.Module | Callable[..., Any], batch: MicroBatc
     """log π(token_{t+1} | tokens_<=t) under `model`'s raw logits (as the rollout reports them),
     shape (B, L-1), float32. `model`: a causal LM, or any callable taking its keywords.
 
-    Only the positions from the batch's first loss token on are scored; the ones before it (the
-    prompts, 0.0 here) predict nothing the loss, the KL or a recomputed π_old reads. The
-    model is asked for those positions' logits alone (`logits_to_keep`): the vocabulary
-    projection and its gradient skip the prompt, which is most of a multi-turn sample's length,
-    the values the same to float rounding. The (B, kept, V) logits are the one full-vocabulary tensor kept
-    (V is 49k for SmolLM2, 150k for Qwen): `SelectedLogprob` works through them a chunk of
-    positions at a time.
+    Only the positions from the batch's first loss token on are scored; those before it (the
+    prompts, 0.0 here) predict nothing the loss, the KL or a recomputed π_old reads. The model is
+    asked for their logits alone (`logits_to_keep`), so the vocabulary projection and its gradient
+    skip the prompt, most of a multi-turn sample's length; the values are the same to float
+    rounding. The (B, kept, V) logits are the one full-vocabulary tensor kept (V is 49k for
+    SmolLM2, 150k for Qwen): `SelectedLogprob` works through them a chunk of positions at a time.
     """
     first = first_loss_position(batch.loss_mask)
     keep = batch.input_ids.shape[1] - first
