@@ -90,19 +90,8 @@ def main() -> None:
     parser.add_argument("--variant", choices=VARIANTS, help=argparse.SUPPRESS)  # one measurement
     args = parser.parse_args()
     if args.variant:
-        print(
-            json.dumps(
-                measure(
-                    args.model,
-                    args.variant,
-                    args.batch,
-                    args.length,
-                    args.prompt,
-                    args.lora_rank,
-                    args.repeats,
-                )
-            )
-        )
+        sizes = (args.batch, args.length, args.prompt, args.lora_rank, args.repeats)
+        print(json.dumps(measure(args.model, args.variant, *sizes)))
         return
     from transformers import AutoConfig
 
