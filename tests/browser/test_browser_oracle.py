@@ -7,6 +7,7 @@ latest page), so these runs drive every app page and action the tasks need in th
 from __future__ import annotations
 
 import pytest
+from page_scripts import shows_a_task
 
 from gfcr.agents import OraclePolicy, RandomPolicy
 from gfcr.agents.runner.rollout import rollout
@@ -59,7 +60,8 @@ def test_oracle_solves_every_task_of_each_app(in_threads, app):
 
 def test_oracle_solves_every_solvable_page(in_threads):
     """Three episodes at a time, as a runner's pool would; a page judged on the seconds between two
-    presses runs alone, where other episodes do not slow its actions."""
+    presses runs alone, where other episodes do not slow its actions. Each page first opens with its
+    goal and elements to act on (tests/browser/test_browser_env.py opens the other pages)."""
     assert len(SOLVED_PAGES) >= 100
     runs = {}
     for pages, workers in (([p for p in SOLVED_PAGES if p not in TIMED], 3), (TIMED, 1)):
@@ -67,6 +69,7 @@ def test_oracle_solves_every_solvable_page(in_threads):
         kwargs = {"dataset": "solvable", "num_seeds": 1, "workers": workers}
         runs |= trajectories_of(in_threads, task_ids, OraclePolicy, **kwargs)
     assert len(runs) == len(SOLVED_PAGES)
+    assert [task for task, t in runs.items() if not shows_a_task(t.messages[0].content)] == []
     assert unsolved(runs) == {}
 
 
