@@ -247,6 +247,7 @@ def test_time_scaled_reward_is_discounted_by_the_share_of_the_time_limit_used():
         env.close()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)  # about 30 resets: seconds on an idle machine, a minute under heavy load
 def test_every_page_without_a_text_solver_opens_with_its_goal_and_elements_to_act_on(in_threads):
     """The pages with one open in tests/browser/test_browser_oracle.py, which checks their first page
