@@ -13,8 +13,9 @@ as `gfcr train RECIPE` (a recipe of examples/methods/, e.g. grpo or dapo), train
 The recipe's settings map onto TRL's: `prompts_per_step` x `group_size` samples per step
 (`num_generations` = `group_size`), `max_tokens`, temperature, learning rate (constant), gradient
 clipping, LoRA rank and alpha on the same projections, the loss (`loss_type` "grpo" or "dapo", the
-clip range, `beta`). TRL has no dynamic sampling: on its own generation the DAPO recipe is its
-loss, clip-higher and TRL's soft overlong punishment. Each run spends at most `--budget` samples
+clip range, `beta`), and the precision (bf16 only on a CUDA device, as `gfcr train`). TRL has no
+dynamic sampling: on its own generation the DAPO recipe is its loss, clip-higher and TRL's soft
+overlong punishment. Each run spends at most `--budget` samples
 (`budget / (prompts_per_step x group_size)` optimizer steps, fewer where dynamic sampling's refills
 spent part of it: `rollout_func(sample_budget=...)` stops them at the budget, as `gfcr train`'s
 `sample_budget` does, and the run stops once the rest cannot hold a batch), then its policy is
@@ -24,7 +25,7 @@ held-out reward at the end and wall seconds of training, beside `gfcr train`'s o
 recipe (`--gfcr-runs`, as `benchmarks/gfcr_training.py --recipes` leaves them), with each mode's
 paired difference to `gfcr train` on the same seeds.
 
-    .venv/bin/python benchmarks/trl_learning.py --recipes grpo dapo --seeds 3 --budget 512 \\
+    .venv/bin/python benchmarks/trl_learning.py --recipes grpo dapo --seeds 5 --budget 512 --threads 1 \\
         --runs runs/trl-learning --json docs/bench_trl_learning.json
 
 A finished run (its `result.json`) is read, not re-run. `gfcr train`'s side of the comparison is
@@ -119,6 +120,10 @@ def train_one(
         epsilon=loss.epsilon_low,
         epsilon_high=loss.epsilon_high,
         gradient_checkpointing=False,
+        # gfcr train's precision: bf16 autocast only on a CUDA device that has it. TRL's default (bf16
+        # wherever fp16 is off) autocasts CPU matmuls too, which a CPU without bf16 instructions
+        # emulates (45x slower than fp32 on this AVX2 machine), and trains in another precision
+        bf16=model.bf16 and torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
         logging_steps=1,
         save_strategy="no",
         report_to="none",

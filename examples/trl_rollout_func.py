@@ -73,6 +73,7 @@ def main() -> None:
         save_strategy="no",
         report_to="none",
         use_cpu=not torch.cuda.is_available(),
+        bf16=torch.cuda.is_available(),  # TRL's default bf16 is emulated, slowly, by CPUs without it
         seed=args.seed,
         disable_tqdm=True,
     )
