@@ -71,8 +71,8 @@ def load_models(config: TrainConfig) -> Models:
 
         local = HFPolicy(path, device=config.model.device)
         model, tokenizer, device = local.model, local.tokenizer, local.device
-        if config.model.dtype == "bfloat16":
-            model.to(torch.bfloat16)  # type: ignore[arg-type]  # transformers types .to() for devices only
+        # the configured dtype whatever the checkpoint's: HFPolicy loads a bf16 checkpoint as bf16
+        model.to(getattr(torch, config.model.dtype))  # type: ignore[arg-type]  # transformers types .to() for devices only
     if config.model.lora_rank > 0:
         model = _with_lora(model, config)
         if backend == "hf":

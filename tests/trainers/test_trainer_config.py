@@ -239,3 +239,21 @@ def test_held_out_questions_never_repeat_a_training_pool_question():
     held_out = [prompt[s.task_id] for s in episodes_for_env("gfcr/Math-v0", 64, kwargs=kwargs, skip=100)]
     assert len(set(pool)) < 100 and len(set(prompt.values())) < 300  # the generator repeats itself
     assert len(held_out) == 64 and not set(pool) & set(held_out)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_model_dtype_is_the_configured_one_whatever_the_checkpoint_stores(make_config, tiny_model, tmp_path, dtype):
+    """Regression: a checkpoint saved in bf16 (as most on a hub are) trained in bf16 under the
+    default `[model] dtype = "float32"`; on a CPU without bf16 instructions that is also ~45x slower."""
+    import shutil
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from gfcr.trainers.models import load_models
+
+    bf16_checkpoint = tmp_path / "bf16"
+    shutil.copytree(tiny_model, bf16_checkpoint)
+    AutoModelForCausalLM.from_pretrained(tiny_model).to(torch.bfloat16).save_pretrained(bf16_checkpoint)
+    model = load_models(make_config(model={"path": str(bf16_checkpoint), "dtype": dtype})).model
+    assert {p.dtype for p in model.parameters()} == {getattr(torch, dtype)}
