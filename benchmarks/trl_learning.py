@@ -15,8 +15,8 @@ The recipe's settings map onto TRL's: `prompts_per_step` x `group_size` samples 
 clipping, LoRA rank and alpha on the same projections, the loss (`loss_type` "grpo" or "dapo", the
 clip range, `beta`), and the precision (bf16 only on a CUDA device, as `gfcr train`). TRL has no
 dynamic sampling: on its own generation the DAPO recipe is its loss, clip-higher and TRL's soft
-overlong punishment. Each run spends at most `--budget` samples
-(`budget / (prompts_per_step x group_size)` optimizer steps, fewer where dynamic sampling's refills
+overlong punishment. Each run spends at most `--budget` samples (`budget / (prompts_per_step x
+group_size)` optimizer steps, fewer where dynamic sampling's refills
 spent part of it: `rollout_func(sample_budget=...)` stops them at the budget, as `gfcr train`'s
 `sample_budget` does, and the run stops once the rest cannot hold a batch), then its policy is
 evaluated on the recipe's held-out episodes (`gfcr.trainers.trainer.held_out_episodes`: the very episodes
@@ -53,6 +53,7 @@ from gfcr.agents.policies.hf import HFPolicy  # noqa: E402
 from gfcr.integrations import trl as gfcr_trl  # noqa: E402
 from gfcr.trainers.config import TrainConfig  # noqa: E402
 from gfcr.trainers.logging import read_metrics  # noqa: E402
+from gfcr.trainers.models import uses_bf16  # noqa: E402
 from gfcr.trainers.trainer import episode_token_budget, held_out_episodes  # noqa: E402
 
 MODES = ("trl", "trl + gfcr rollout_func")
@@ -120,10 +121,7 @@ def train_one(
         epsilon=loss.epsilon_low,
         epsilon_high=loss.epsilon_high,
         gradient_checkpointing=False,
-        # gfcr train's precision: bf16 autocast only on a CUDA device that has it. TRL's default (bf16
-        # wherever fp16 is off) autocasts CPU matmuls too, which a CPU without bf16 instructions
-        # emulates (45x slower than fp32 on this AVX2 machine), and trains in another precision
-        bf16=model.bf16 and torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
+        bf16=uses_bf16(model, "cuda" if torch.cuda.is_available() else "cpu"),  # gfcr train's precision
         logging_steps=1,
         save_strategy="no",
         report_to="none",
