@@ -26,10 +26,12 @@ recipe (`--gfcr-runs`, as `benchmarks/gfcr_training.py --recipes` leaves them), 
 paired difference to `gfcr train` on the same seeds.
 
     .venv/bin/python benchmarks/trl_learning.py --recipes grpo dapo --seeds 5 --budget 512 --threads 1 \\
-        --runs runs/trl-learning --json docs/bench_trl_learning.json
+        --runs runs/trl-learning --keep docs/bench_trl --json docs/bench_trl_learning.json
 
-A finished run (its `result.json`) is read, not re-run. `gfcr train`'s side of the comparison is
-`benchmarks/gfcr_training.py --recipes grpo dapo` with the same seeds and budget.
+A finished run (its `result.json`, under `--runs` or `--keep`) is read, not re-run; `--keep` copies
+each one there the moment it finishes, so a benchmark spread over days survives a fresh checkout.
+`gfcr train`'s side of the comparison is `benchmarks/gfcr_training.py --recipes grpo dapo` with the
+same seeds and budget.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -194,6 +197,7 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=512, help="RL samples per run")
     parser.add_argument("--runs", default="runs/trl-learning")
     parser.add_argument("--json", help="write every run's result here")
+    parser.add_argument("--keep", help="copy each finished run's result.json under this folder; read it there")
     parser.add_argument(
         "--gfcr-runs",
         default="runs/methods-math-512",
@@ -207,16 +211,20 @@ def main() -> None:
     for seed in range(args.seeds):  # seed 0 of every arm first: a stopped benchmark leaves pairs
         for recipe in args.recipes:
             for mode in args.modes:
-                out = Path(args.runs) / recipe / mode.replace(" ", "-").replace("+", "plus") / f"seed{seed}"
-                done = out / "result.json"
-                if not done.exists():
+                arm = Path(recipe, mode.replace(" ", "-").replace("+", "plus"), f"seed{seed}")
+                out = Path(args.runs) / arm
+                kept = Path(args.keep or args.runs) / arm / "result.json"
+                if not kept.exists() and not (out / "result.json").exists():
                     print(f"{out}: training", flush=True)
                     out.mkdir(parents=True, exist_ok=True)
                     result = train_one(
                         f"examples/methods/{recipe}.toml", mode, seed, args.budget, out, args.threads
                     )
-                    done.write_text(json.dumps(result, indent=2))
-                results.setdefault(recipe, {}).setdefault(mode, {})[seed] = json.loads(done.read_text())
+                    (out / "result.json").write_text(json.dumps(result, indent=2))
+                if not kept.exists():
+                    kept.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(out / "result.json", kept)
+                results.setdefault(recipe, {}).setdefault(mode, {})[seed] = json.loads(kept.read_text())
     print(f"\n{args.budget} samples per run, up to {args.seeds} seeds:")
     print("| recipe | trainer | seeds | final held-out | training wall s | paired vs gfcr train |")
     print("|---|---|---|---|---|---|")
