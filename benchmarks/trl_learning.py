@@ -197,7 +197,7 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=512, help="RL samples per run")
     parser.add_argument("--runs", default="runs/trl-learning")
     parser.add_argument("--json", help="write every run's result here")
-    parser.add_argument("--keep", help="copy each finished run's result.json under this folder; read it there")
+    parser.add_argument("--keep", help="copy each finished run's result.json here, and read it here")
     parser.add_argument(
         "--gfcr-runs",
         default="runs/methods-math-512",

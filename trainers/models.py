@@ -81,7 +81,7 @@ def load_models(config: TrainConfig) -> Models:
 
         local = HFPolicy(path, device=config.model.device)
         model, tokenizer, device = local.model, local.tokenizer, local.device
-        # the configured dtype whatever the checkpoint's: HFPolicy loads a bf16 checkpoint as bf16
+        # the configured dtype whatever the checkpoint's: on a GPU HFPolicy keeps a bf16 checkpoint bf16
         model.to(getattr(torch, config.model.dtype))  # type: ignore[arg-type]  # transformers types .to() for devices only
     if config.model.lora_rank > 0:
         model = _with_lora(model, config)

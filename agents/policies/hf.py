@@ -64,7 +64,8 @@ class _Row:
 class HFPolicy(ChatTokens):
     """A causal LM (or a vision-language model) from a local directory (or hub id already in the
     local cache). A LoRA adapter's directory (a `gfcr train` checkpoint of a LoRA run) loads as its
-    base model with the adapter merged in (`merged_adapter`).
+    base model with the adapter merged in (`merged_adapter`). The weights keep the checkpoint's
+    dtype on an accelerator and load in float32 on a CPU (`load_dtype`).
 
     >>> import tempfile
     >>> from gfcr.agents.policies.tiny_model import write_tiny_model
@@ -102,17 +103,19 @@ class HFPolicy(ChatTokens):
             )
         hf_logging.disable_progress_bar()
         vision = is_vision_model(Path(path))
+        self.device = device or _auto_device(torch)
+        dtype = load_dtype(self.device)
         try:
             if vision:
                 processor = AutoProcessor.from_pretrained(str(path))
                 self.tokenizer = processor.tokenizer
-                self.model = AutoModelForImageTextToText.from_pretrained(str(path), dtype="auto")
+                self.model = AutoModelForImageTextToText.from_pretrained(str(path), dtype=dtype)
             else:
                 self.tokenizer = AutoTokenizer.from_pretrained(str(path), padding_side="left")
                 self.model = (
-                    merged_adapter(Path(path))
+                    merged_adapter(Path(path), dtype)
                     if (Path(path) / "adapter_config.json").exists()
-                    else AutoModelForCausalLM.from_pretrained(str(path), dtype="auto")
+                    else AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype)
                 )
         except (OSError, ValueError) as e:
             raise PolicyError(
@@ -120,7 +123,6 @@ class HFPolicy(ChatTokens):
                 "and "
                 "a tokenizer (e.g. one written by `gfcr tiny-model DIR`)"
             ) from e
-        self.device = device or _auto_device(torch)
         self.model.to(self.device).eval()  # type: ignore[arg-type]  # transformers' stubs
         chat = (
             VisionChat(processor, end_ids(str(path), self.tokenizer))
@@ -535,7 +537,7 @@ class _StopForPush:
         return torch.full((input_ids.shape[0],), self.fired, dtype=torch.bool, device=input_ids.device)
 
 
-def merged_adapter(path: Path) -> Any:
+def merged_adapter(path: Path, dtype: Any = "auto") -> Any:
     """The causal LM of a LoRA adapter's directory: its base model with the adapter merged into the
     weights. It generates at the base model's speed, and a trainer given the directory as
     `[model] path` (RL after a LoRA SFT run) starts from the warm start and trains adapters of its
@@ -543,7 +545,21 @@ def merged_adapter(path: Path) -> Any:
     with needs_extra("a LoRA checkpoint (peft)"):
         from peft import AutoPeftModelForCausalLM
 
-    return AutoPeftModelForCausalLM.from_pretrained(str(path), dtype="auto").merge_and_unload()
+    return AutoPeftModelForCausalLM.from_pretrained(str(path), dtype=dtype).merge_and_unload()
+
+
+def load_dtype(device: str) -> Any:
+    """The dtype a model's weights load in on `device`: the checkpoint's own ("auto") on an
+    accelerator, float32 on a CPU. Most hub checkpoints store bf16, and most CPUs have no bf16
+    matmul: torch emulates it, 45x slower than float32 on an AVX2 EPYC (transformers before v5
+    loaded float32 for the same reason).
+
+    >>> load_dtype("cpu"), load_dtype("cuda:0")
+    (torch.float32, 'auto')
+    """
+    import torch
+
+    return torch.float32 if torch.device(device).type == "cpu" else "auto"
 
 
 def _check_model_path(path: str) -> None:

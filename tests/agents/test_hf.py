@@ -172,3 +172,22 @@ def test_seeded_samples_of_one_prompt_draw_the_same_with_a_shared_prefill(hf_pol
     alone = [hf_policy.generate([request])[0] for request in requests]
     assert [c.completion_ids for c in together] == [c.completion_ids for c in alone]
     assert len({c.completion_ids for c in together}) == 6
+
+
+def test_a_bf16_checkpoint_loads_in_float32_on_a_cpu(tiny_model, tmp_path):
+    """Most CPUs emulate bf16 matmuls (45x slower than float32 on an AVX2 EPYC): a hub checkpoint
+    stored in bf16 must not make the hf: backend generate in bf16 there."""
+    import shutil
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from gfcr.agents.policies.hf import HFPolicy
+
+    stored = shutil.copytree(tiny_model, tmp_path / "bf16")
+    AutoModelForCausalLM.from_pretrained(stored, dtype=torch.bfloat16).save_pretrained(stored)
+    assert AutoModelForCausalLM.from_pretrained(stored, dtype="auto").dtype == torch.bfloat16
+    policy = HFPolicy(stored, device="cpu")
+    assert {p.dtype for p in policy.model.parameters()} == {torch.float32}
+    (completion,) = policy.generate([ask("What is 2+2?", max_tokens=4, seed=0)])
+    assert len(completion.completion_ids) <= 4
