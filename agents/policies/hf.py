@@ -550,9 +550,9 @@ def merged_adapter(path: Path, dtype: Any = "auto") -> Any:
 
 def load_dtype(device: str) -> Any:
     """The dtype a model's weights load in on `device`: the checkpoint's own ("auto") on an
-    accelerator, float32 on a CPU. Most hub checkpoints store bf16, and most CPUs have no bf16
-    matmul: torch emulates it, 45x slower than float32 on an AVX2 EPYC (transformers before v5
-    loaded float32 for the same reason).
+    accelerator, float32 on a CPU. Most hub checkpoints store bf16, and a CPU without bf16
+    instructions (any AVX2-only one) has torch emulate bf16 matmuls, 45x slower than float32 on an
+    AVX2 EPYC; float32 is also what transformers before v5 loaded unless told otherwise.
 
     >>> load_dtype("cpu"), load_dtype("cuda:0")
     (torch.float32, 'auto')

@@ -175,8 +175,8 @@ def test_seeded_samples_of_one_prompt_draw_the_same_with_a_shared_prefill(hf_pol
 
 
 def test_a_bf16_checkpoint_loads_in_float32_on_a_cpu(tiny_model, tmp_path):
-    """Most CPUs emulate bf16 matmuls (45x slower than float32 on an AVX2 EPYC): a hub checkpoint
-    stored in bf16 must not make the hf: backend generate in bf16 there."""
+    """A CPU without bf16 instructions emulates bf16 matmuls (45x slower than float32 on an AVX2
+    EPYC): a hub checkpoint stored in bf16 must not make the hf: backend generate in bf16 there."""
     import shutil
 
     import torch
