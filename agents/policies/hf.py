@@ -537,11 +537,12 @@ class _StopForPush:
         return torch.full((input_ids.shape[0],), self.fired, dtype=torch.bool, device=input_ids.device)
 
 
-def merged_adapter(path: Path, dtype: Any = "auto") -> Any:
+def merged_adapter(path: Path, dtype: Any) -> Any:
     """The causal LM of a LoRA adapter's directory: its base model with the adapter merged into the
     weights. It generates at the base model's speed, and a trainer given the directory as
     `[model] path` (RL after a LoRA SFT run) starts from the warm start and trains adapters of its
-    own on top, where loading the adapter unmerged would put the new adapters in its place."""
+    own on top, where loading the adapter unmerged would put the new adapters in its place. `dtype`:
+    as `from_pretrained`'s (`load_dtype`)."""
     with needs_extra("a LoRA checkpoint (peft)"):
         from peft import AutoPeftModelForCausalLM
 
