@@ -16,8 +16,8 @@ clipping, LoRA rank and alpha on the same projections, the loss (`loss_type` "gr
 clip range, `beta`), and the precision (bf16 only on a CUDA device, as `gfcr train`). TRL has no
 dynamic sampling: on its own generation the DAPO recipe is its loss, clip-higher and TRL's soft
 overlong punishment. Each run spends at most `--budget` samples (`budget / (prompts_per_step x
-group_size)` optimizer steps, fewer where dynamic sampling's refills
-spent part of it: `rollout_func(sample_budget=...)` stops them at the budget, as `gfcr train`'s
+group_size)` optimizer steps, fewer where dynamic sampling's refills spent part of it:
+`rollout_func(sample_budget=...)` stops them at the budget, as `gfcr train`'s
 `sample_budget` does, and the run stops once the rest cannot hold a batch), then its policy is
 evaluated on the recipe's held-out episodes (`gfcr.trainers.trainer.held_out_episodes`: the very episodes
 `gfcr train` evaluates on) with gfcr's Runner. Reported per mode, over seeds (mean ± 95% t-interval):
@@ -31,7 +31,8 @@ paired difference to `gfcr train` on the same seeds.
 A finished run (its `result.json`, under `--runs` or `--keep`) is read, not re-run; `--keep` copies
 each one there the moment it finishes, so a benchmark spread over days survives a fresh checkout.
 `gfcr train`'s side of the comparison is `benchmarks/gfcr_training.py --recipes grpo dapo` with the
-same seeds and budget.
+same seeds and budget, best run on the same machine beside the TRL runs (`--gfcr-runs` names its
+folder; docs/benchmarks.md has the loop that interleaves them).
 """
 
 from __future__ import annotations

@@ -160,7 +160,7 @@ def _load_vllm(config: TrainConfig, path: str) -> tuple[Policy, torch.nn.Module,
     options = {"gpu_memory_utilization": 0.3, **config.rollout.vllm_options}
     policy = VLLMPolicy(path, **options)
     device = config.model.device or "cuda"
-    dtype = torch.bfloat16 if config.model.dtype == "bfloat16" else torch.float32
+    dtype = getattr(torch, config.model.dtype)
     loader = AutoModelForImageTextToText if is_vision_model(Path(path)) else AutoModelForCausalLM
     model = loader.from_pretrained(path, dtype=dtype)
     model.to(device)  # type: ignore[arg-type]  # transformers' stubs
